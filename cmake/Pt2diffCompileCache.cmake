@@ -1,0 +1,12 @@
+# ccache, when installed, with the settings that let it cache GCC precompiled headers.
+find_program(PT2DIFF_CCACHE ccache)
+if(PT2DIFF_CCACHE)
+  set(_ccache_env CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime)
+  if(DEFINED ENV{CCACHE_DIR})
+    list(APPEND _ccache_env CCACHE_DIR=$ENV{CCACHE_DIR})
+  endif()
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env ${_ccache_env} ${PT2DIFF_CCACHE})
+  message(STATUS "pt2diff: compiling through ${PT2DIFF_CCACHE}")
+else()
+  message(STATUS "pt2diff: ccache not found; rebuilds will be slower (apt-get install ccache)")
+endif()

@@ -1,0 +1,44 @@
+// engine/cli/command.h — one struct per CLI command; option groups are structs too.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "pt2diff/inputs.h"
+#include "pt2diff/program.h"
+
+namespace pt2diff::cli {
+
+/// A subcommand: registers its options on `app`, then runs once parsed. run() returns the exit code;
+/// it throws pt2diff::Error for bad input, which main() turns into one line and exit code 2.
+class Command {
+ public:
+  virtual ~Command() = default;
+  virtual void add_to(CLI::App& app) = 0;
+  virtual int run() = 0;
+};
+
+/// GRAPH [--model NAME]: which archive and which program inside it.
+struct GraphOptions {
+  std::string graph;
+  std::string model;
+  void add_to(CLI::App& app);
+  Program load() const;
+};
+
+/// [INPUTS] | --random-inputs [--seed N]: what to feed the graph (default: the archive's sample inputs).
+struct InputOptions {
+  std::string inputs;
+  bool random = false;
+  uint64_t seed = 0;
+  void add_to(CLI::App& app);
+  /// The inputs chosen by the options, or nullopt for "the archive's sample inputs".
+  std::optional<UserInputs> load(const Program& program) const;
+};
+
+std::unique_ptr<Command> make_inspect_command();
+
+}  // namespace pt2diff::cli

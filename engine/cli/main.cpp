@@ -1,0 +1,53 @@
+// engine/cli/main.cpp — pt2diff's entry point: parse, run one command, map errors to exit codes.
+//
+// Exit codes: 0 success; 2 a problem with the command line or the input files (one line on stderr
+// names it); 3 an internal error (a bug in pt2diff: please report it with the line printed).
+#include <c10/util/Exception.h>
+#include <iostream>
+#include <vector>
+
+#include "engine/cli/command.h"
+#include "graphs/archive.h"
+#include "pt2diff/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"pt2diff: find where a compiled PyTorch 2 graph stops agreeing with the truth"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "pt2diff 0.1.0");
+
+  struct Entry {
+    const char* name;
+    const char* help;
+    std::unique_ptr<pt2diff::cli::Command> command;
+  };
+  std::vector<Entry> commands;
+  commands.push_back({"inspect", "summarize an archive: ops, dtypes, inputs/outputs, weights, unsupported ops, input binding",
+                      pt2diff::cli::make_inspect_command()});
+
+  std::vector<std::pair<CLI::App*, pt2diff::cli::Command*>> parsed;
+  for (Entry& e : commands) {
+    CLI::App* sub = app.add_subcommand(e.name, e.help);
+    e.command->add_to(*sub);
+    parsed.emplace_back(sub, e.command.get());
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    for (auto& [sub, command] : parsed)
+      if (sub->parsed()) return command->run();
+  } catch (const pt2diff::Error& e) {
+    std::cerr << "pt2diff: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const c10::Error& e) {
+    std::cerr << "pt2diff: internal error (libtorch): " << pt2diff::first_line(e.what()) << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "pt2diff: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return 2;
+}

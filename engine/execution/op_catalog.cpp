@@ -1,0 +1,79 @@
+// engine/execution/op_catalog.cpp — the single place that decides whether a target can run.
+#include "engine/execution/op_catalog.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+namespace pt2diff {
+
+namespace {
+
+/// Higher-order ops with an engine handler (subgraphs interpreted, or functionalized mutation).
+const std::set<std::string>& engine_hops() {
+  static const std::set<std::string> hops = {"cond", "while_loop", "map_impl", "map", "auto_functionalized",
+                                             "auto_functionalized_v2"};
+  return hops;
+}
+
+/// Scalar symbolic ops the engine computes in C++ (shapes of dynamic graphs).
+const std::set<std::string>& scalar_ops() {
+  static const std::set<std::string> ops = {
+      "_operator.add", "_operator.sub", "_operator.mul", "_operator.truediv", "_operator.floordiv",
+      "_operator.mod", "_operator.pow", "_operator.neg", "_operator.eq", "_operator.ne", "_operator.lt",
+      "_operator.le", "_operator.gt", "_operator.ge", "_operator.and_", "_operator.or_", "_operator.not_",
+      "_operator.abs", "torch.sym_max", "torch.sym_min", "torch.sym_not", "torch.sym_float", "torch.sym_int",
+      "torch.sym_ite", "torch.sym_sqrt", "torch.sym_sum", "math.ceil", "math.floor", "math.sqrt", "math.trunc"};
+  return ops;
+}
+
+OpClass classify_uncached(const std::string& target) {
+  if (scalar_ops().count(target)) return {OpRoute::Scalar, ""};
+  const std::string prefix = "torch.ops.";
+  if (target.rfind(prefix, 0) != 0)
+    return {OpRoute::Unsupported, "a Python callable, not an operator: pt2diff runs torch.ops.* and symbolic scalar ops only"};
+  std::string rest = target.substr(prefix.size());
+  size_t dot1 = rest.find('.');
+  if (dot1 == std::string::npos) return {OpRoute::Unsupported, "malformed operator name"};
+  std::string ns = rest.substr(0, dot1);
+  std::string name_and_overload = rest.substr(dot1 + 1);
+  if (ns == "higher_order") {
+    if (engine_hops().count(name_and_overload)) return {OpRoute::HigherOrder, ""};
+    return {OpRoute::Unsupported, "a higher-order op pt2diff has no handler for"};
+  }
+  if (ns == "prims")
+    return {OpRoute::Unsupported, "a prims op (Python-only decomposition level): export with the default decompositions"};
+  size_t dot2 = name_and_overload.rfind('.');
+  std::string op = dot2 == std::string::npos ? name_and_overload : name_and_overload.substr(0, dot2);
+  std::string overload = dot2 == std::string::npos ? "" : name_and_overload.substr(dot2 + 1);
+  if (overload == "default") overload.clear();
+  if (c10::Dispatcher::singleton().findSchema({ns + "::" + op, overload})) return {OpRoute::Dispatcher, ""};
+  if (ns == "aten")
+    return {OpRoute::Unsupported, "not in this libtorch's dispatcher (an op newer than torch 2.13?)"};
+  return {OpRoute::Unsupported,
+          "not in the C++ dispatcher: a custom op defined in Python, or its C++ library is not loaded"};
+}
+
+}  // namespace
+
+OpClass classify_op(const std::string& target) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, OpClass> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(target);
+  if (it != cache.end()) return it->second;
+  return cache.emplace(target, classify_uncached(target)).first->second;
+}
+
+const char* op_route_name(OpRoute route) {
+  switch (route) {
+    case OpRoute::Dispatcher: return "dispatcher";
+    case OpRoute::HigherOrder: return "higher-order (subgraphs)";
+    case OpRoute::Scalar: return "scalar (C++)";
+    case OpRoute::Unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+}  // namespace pt2diff

@@ -1,0 +1,26 @@
+// engine/execution/op_catalog.h — how pt2diff runs each node target, decided before anything runs.
+#pragma once
+
+#include <string>
+
+namespace pt2diff {
+
+/// How a node's target is executed.
+enum class OpRoute {
+  Dispatcher,   ///< an ATen or C++-registered op, called by name through the c10 dispatcher
+  HigherOrder,  ///< a higher-order op the engine runs by interpreting its subgraphs
+  Scalar,       ///< a symbolic scalar op (_operator.*, torch.sym_*, math.*) computed in C++
+  Unsupported,  ///< nothing in this process can run it
+};
+
+struct OpClass {
+  OpRoute route = OpRoute::Unsupported;
+  std::string reason;  ///< for Unsupported: why, and what a user can do
+};
+
+/// Classifies a node target such as "torch.ops.aten.add.Tensor" or "_operator.mul".
+/// Dispatcher lookups are cached; safe to call from several threads.
+OpClass classify_op(const std::string& target);
+const char* op_route_name(OpRoute route);
+
+}  // namespace pt2diff

@@ -1,0 +1,94 @@
+// graphs/archive.cpp — opens the zip, tells a PT2 archive from everything that is not one.
+#include "graphs/archive.h"
+
+#include <algorithm>
+#include <caffe2/serialize/inline_container.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+
+#include "pt2diff/error.h"
+
+namespace pt2diff {
+
+namespace {
+[[noreturn]] void bad(const std::string& path, const std::string& what) {
+  throw Error(Error::Kind::BadArchive, fmt::format("{}: {}", path, what));
+}
+}  // namespace
+
+std::string first_line(const std::string& message) {
+  std::string line = message.substr(0, message.find('\n'));
+  // c10 messages may end with " (Exception raised from ...)" on the first line too.
+  return line;
+}
+
+Archive::Archive(const std::string& path) : path_(path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) bad(path, "no such file");
+  auto size = std::filesystem::file_size(path, ec);
+  if (size == 0) bad(path, "empty file (0 bytes): expected an archive written by torch.export.save");
+  char magic[4] = {0, 0, 0, 0};
+  std::ifstream(path, std::ios::binary).read(magic, 4);
+  bool zip_magic = magic[0] == 'P' && magic[1] == 'K';
+  if (!zip_magic && magic[0] == '\x80')
+    bad(path, "a legacy (non-zip) pickle file, not a torch.export archive: save the program with torch.export.save(ep, path)");
+  if (!zip_magic) bad(path, "not a zip file, so not a torch.export archive: save the program with torch.export.save(ep, path)");
+  try {
+    reader_ = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
+    records_ = reader_->getAllRecords();
+  } catch (const c10::Error& e) {
+    bad(path, fmt::format("truncated or corrupt zip archive ({}): re-save it with torch.export.save", first_line(e.what())));
+  }
+  std::sort(records_.begin(), records_.end());
+  if (has_record("serialized_exported_program.json") || has_record("serialized_state_dict.pt"))
+    bad(path, "a legacy torch.export archive (written by torch < 2.8): load it with that torch and re-save it with "
+              "torch 2.11-2.13 (torch.export.save(torch.export.load(old), new))");
+  if (!has_record("archive_format")) {
+    if (has_record("data.pkl"))
+      bad(path, "a torch.save file, not a torch.export archive: pass it as INPUTS, and the graph as a .pt2 written by torch.export.save");
+    if (has_record("constants.pkl") || has_record("code/__torch__.py") || has_record("data/version"))
+      bad(path, "a TorchScript archive (torch.jit.save), not a torch.export archive: export the model with torch.export.export and torch.export.save");
+    bad(path, "a zip file without 'archive_format': not a torch.export archive");
+  }
+  std::string format = read_text("archive_format");
+  if (format != "pt2")
+    bad(path, fmt::format("archive_format is '{}', expected 'pt2': not a torch.export archive", format.substr(0, 40)));
+  if (model_names().empty())
+    bad(path, "a PT2 archive without models/*.json: it holds no exported program (an AOTInductor-only package?)");
+}
+
+Archive::~Archive() = default;
+Archive::Archive(Archive&&) noexcept = default;
+
+bool Archive::has_record(const std::string& name) const {
+  return std::binary_search(records_.begin(), records_.end(), name);
+}
+
+size_t Archive::record_size(const std::string& name) const {
+  if (!has_record(name)) bad(path_, fmt::format("missing record '{}'", name));
+  return reader_->getRecordSize(name);
+}
+
+std::string Archive::read_text(const std::string& name) const {
+  if (!has_record(name)) bad(path_, fmt::format("missing record '{}'", name));
+  try {
+    auto [data, size] = reader_->getRecord(name);
+    return std::string(static_cast<const char*>(data.get()), size);
+  } catch (const c10::Error& e) {
+    bad(path_, fmt::format("cannot read record '{}' ({})", name, first_line(e.what())));
+  }
+}
+
+std::vector<std::string> Archive::model_names() const {
+  std::vector<std::string> names;
+  const std::string prefix = "models/", suffix = ".json";
+  for (const std::string& r : records_)
+    if (r.rfind(prefix, 0) == 0 && r.size() > prefix.size() + suffix.size() &&
+        r.compare(r.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+        r.find('/', prefix.size()) == std::string::npos)
+      names.push_back(r.substr(prefix.size(), r.size() - prefix.size() - suffix.size()));
+  return names;
+}
+
+}  // namespace pt2diff

@@ -1,0 +1,43 @@
+// graphs/archive.h — the PT2 zip through PyTorchStreamReader, with errors a user can act on.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace caffe2::serialize {
+class PyTorchStreamReader;
+}
+
+namespace pt2diff {
+
+/// An opened torch.export archive. Record names are relative to the zip's top folder (whatever it is
+/// called). Opening checks that the file is a PT2 archive and not a legacy or torch.save file.
+class Archive {
+ public:
+  /// Throws pt2diff::Error(BadArchive) naming the file and the problem.
+  explicit Archive(const std::string& path);
+  ~Archive();
+  Archive(Archive&&) noexcept;
+
+  const std::string& path() const { return path_; }
+  const std::vector<std::string>& records() const { return records_; }
+  bool has_record(const std::string& name) const;
+  size_t record_size(const std::string& name) const;
+  /// Whole record as bytes; throws BadArchive when it is missing.
+  std::string read_text(const std::string& name) const;
+  /// The names of `models/<name>.json` in the archive.
+  std::vector<std::string> model_names() const;
+  /// For loaders that need zero-copy access (weights): the underlying reader.
+  caffe2::serialize::PyTorchStreamReader& reader() const { return *reader_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> reader_;
+  std::vector<std::string> records_;
+};
+
+/// First line of a c10::Error message (libtorch appends a C++ backtrace users cannot use).
+std::string first_line(const std::string& message);
+
+}  // namespace pt2diff

@@ -1,0 +1,145 @@
+// graphs/program.cpp — load_program(): archive → IR → weights, constants and sample inputs.
+#include "pt2diff/program.h"
+
+#include <ATen/ops/empty.h>
+#include <c10/core/ScalarType.h>
+#include <caffe2/serialize/inline_container.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <set>
+
+#include "graphs/archive.h"
+#include "graphs/export_json.h"
+#include "graphs/torch_save.h"
+#include "pt2diff/error.h"
+
+namespace pt2diff {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& where, const std::string& what) {
+  throw Error(Error::Kind::BadArchive, fmt::format("{}: {}", where, what));
+}
+
+std::string choose_model(const Archive& archive, const std::string& wanted) {
+  auto names = archive.model_names();
+  if (!wanted.empty()) {
+    if (std::find(names.begin(), names.end(), wanted) == names.end())
+      bad(archive.path(), fmt::format("no model '{}' (models: {})", wanted, fmt::join(names, ", ")));
+    return wanted;
+  }
+  if (names.size() == 1) return names.front();
+  if (std::find(names.begin(), names.end(), "model") != names.end()) return "model";
+  bad(archive.path(), fmt::format("holds several models ({}): choose one with --model", fmt::join(names, ", ")));
+}
+
+int64_t needed_bytes(const TensorMeta& m, const std::string& where) {
+  int64_t last = m.storage_offset.value.value_or(0);
+  for (size_t i = 0; i < m.sizes.size(); ++i) {
+    if (!m.sizes[i].is_static() || i >= m.strides.size() || !m.strides[i].is_static())
+      bad(where, "a saved weight with a dynamic size or stride");
+    if (*m.sizes[i].value == 0) return 0;
+    last += (*m.sizes[i].value - 1) * *m.strides[i].value;
+  }
+  return (last + 1) * element_size(m.dtype);
+}
+
+/// Loads one payload directory (weights or constants), sharing a storage between entries that
+/// name the same record, as torch.export.save wrote them.
+void load_payload(const Archive& archive, const std::string& dir, const std::string& config_record, Program& program) {
+  if (!archive.has_record(config_record)) return;
+  const std::string where = archive.path() + ": " + config_record;
+  std::map<std::string, c10::Storage> storages;
+  for (const PayloadEntry& e : parse_payload_config(archive.read_text(config_record), where)) {
+    const std::string record = dir + e.path_name;
+    if (e.path_name.rfind("custom_obj", 0) == 0) {
+      program.custom_objects.push_back(e.fqn);
+      continue;
+    }
+    if (!archive.has_record(record))
+      bad(archive.path(), fmt::format("missing record '{}' for '{}': the archive is incomplete; re-save it", record, e.fqn));
+    const std::string at = fmt::format("{}: record '{}' ('{}')", archive.path(), record, e.fqn);
+    if (e.use_pickle) {
+      program.state[e.fqn] = tensor_from_torch_save(archive.read_text(record), at);
+      continue;
+    }
+    if (!e.meta) bad(at, "no tensor_meta for a raw weight");
+    const TensorMeta& m = *e.meta;
+    if (m.layout != Layout::Strided) bad(at, fmt::format("a {} tensor: pt2diff reads strided tensors only", layout_name(m.layout)));
+    auto it = storages.find(e.path_name);
+    if (it == storages.end()) {
+      auto [data, size] = archive.reader().getRecord(record);
+      c10::Storage storage(c10::Storage::use_byte_size_t(), static_cast<int64_t>(size), std::move(data), nullptr, false);
+      it = storages.emplace(e.path_name, std::move(storage)).first;
+    }
+    int64_t need = needed_bytes(m, at);
+    if (need > static_cast<int64_t>(it->second.nbytes()))
+      bad(at, fmt::format("has {} bytes but its tensor_meta ({} {}) needs {}: the archive is truncated or corrupt",
+                          it->second.nbytes(), dtype_name(m.dtype), m.shape_str(), need));
+    std::vector<int64_t> sizes, strides;
+    for (const SymInt& s : m.sizes) sizes.push_back(*s.value);
+    for (const SymInt& s : m.strides) strides.push_back(*s.value);
+    at::Tensor t = at::empty({0}, at::TensorOptions().dtype(static_cast<c10::ScalarType>(m.dtype)));
+    t.set_(it->second, m.storage_offset.value.value_or(0), sizes, strides);
+    program.state[e.fqn] = t;
+  }
+}
+
+/// Every parameter, buffer and constant the signature names must be in the state, with the dtype
+/// and shape the graph expects.
+void check_state(const Program& p) {
+  for (const InputSpec& spec : p.ir.input_specs) {
+    bool tensor_state = spec.kind == InputSpec::Kind::Parameter || spec.kind == InputSpec::Kind::Buffer ||
+                        spec.kind == InputSpec::Kind::TensorConstant;
+    if (!tensor_state) continue;
+    auto it = p.state.find(spec.target);
+    if (it == p.state.end())
+      bad(p.path, fmt::format("{} '{}' is in the signature but not in the archive's weights or constants",
+                              input_kind_name(spec.kind), spec.target));
+    const Value& v = p.ir.graph.value(spec.arg.as<ValueId>());
+    if (!v.meta) continue;
+    const at::Tensor& t = it->second;
+    if (static_cast<int8_t>(t.scalar_type()) != static_cast<int8_t>(v.meta->dtype) ||
+        t.dim() != static_cast<int64_t>(v.meta->sizes.size()))
+      bad(p.path, fmt::format("{} '{}' is saved as {} with {} dims, the graph expects {} {}", input_kind_name(spec.kind),
+                              spec.target, c10::toString(t.scalar_type()), t.dim(), dtype_name(v.meta->dtype), v.meta->shape_str()));
+  }
+}
+
+}  // namespace
+
+int64_t Program::weight_bytes() const {
+  std::set<const void*> seen;
+  int64_t total = 0;
+  for (const auto& [name, t] : state) {
+    const void* key = t.storage().unsafeGetStorageImpl();
+    if (seen.insert(key).second) total += static_cast<int64_t>(t.storage().nbytes());
+  }
+  return total;
+}
+
+Program load_program(const std::string& path, const LoadOptions& options) {
+  Archive archive(path);
+  Program p;
+  p.path = path;
+  p.model_name = choose_model(archive, options.model_name);
+  if (archive.has_record("byteorder") && archive.read_text("byteorder") != "little")
+    bad(path, "saved on a big-endian machine: pt2diff reads little-endian archives only");
+  const std::string model_record = "models/" + p.model_name + ".json";
+  p.ir = parse_exported_program(archive.read_text(model_record), path + ": " + model_record);
+  load_payload(archive, "data/weights/", "data/weights/" + p.model_name + "_weights_config.json", p);
+  load_payload(archive, "data/constants/", "data/constants/" + p.model_name + "_constants_config.json", p);
+  check_state(p);
+  const std::string sample = "data/sample_inputs/" + p.model_name + ".pt";
+  if (archive.has_record(sample)) {
+    try {
+      p.sample_inputs = user_inputs_from_torch_save(archive.read_text(sample), "sample inputs");
+    } catch (const Error&) {
+      // Unreadable sample inputs (e.g. namedtuples) do not make the program unusable: the user
+      // can still pass INPUTS. inspect reports them as absent.
+    }
+  }
+  return p;
+}
+
+}  // namespace pt2diff

@@ -1,0 +1,130 @@
+// graphs/torch_save.cpp — torch.save files through libtorch's unpickler, which only builds
+// tensors, containers and scalars (never arbitrary Python objects), sharing storages like Python.
+#include "graphs/torch_save.h"
+
+#include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
+#include <fmt/format.h>
+#include <torch/csrc/jit/serialization/import_read.h>
+#include <torch/csrc/jit/serialization/storage_context.h>
+
+#include "graphs/archive.h"
+#include "pt2diff/error.h"
+
+namespace pt2diff {
+
+namespace {
+
+constexpr const char* kResave =
+    "pt2diff reads torch.save files of tensors, Python numbers, str and None in a tuple, list or str-keyed dict; "
+    "convert torch.Size to tuple, namedtuples to tuple, OrderedDict to dict and float8 tensors to float32, "
+    "then save again with torch.save";
+
+class StringReadAdapter final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit StringReadAdapter(const std::string& data) : data_(data) {}
+  size_t size() const override { return data_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+    if (pos >= data_.size()) return 0;
+    n = std::min<size_t>(n, data_.size() - pos);
+    std::memcpy(buf, data_.data() + pos, n);
+    return n;
+  }
+
+ private:
+  const std::string& data_;
+};
+
+c10::IValue unpickle(const std::string& bytes, const std::string& where) {
+  if (bytes.empty()) throw Error(Error::Kind::BadInputs, fmt::format("{}: empty file", where));
+  if (bytes.size() < 2 || bytes[0] != 'P' || bytes[1] != 'K')
+    throw Error(Error::Kind::BadInputs,
+                fmt::format("{}: not a zip-format torch.save file (legacy format or not written by torch.save): "
+                            "load it in Python and save it again with torch.save(obj, path)", where));
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(std::make_shared<StringReadAdapter>(bytes));
+    if (!reader.hasRecord("data.pkl"))
+      throw Error(Error::Kind::BadInputs,
+                  fmt::format("{}: a zip without data.pkl, not a torch.save file (a torch.export archive goes first, "
+                              "as GRAPH)", where));
+    // One storage context per file: views of one storage stay views, as in Python.
+    auto storages = std::make_shared<torch::jit::DeserializationStorageContext>();
+    return torch::jit::readArchiveAndTensors("data", "", "", std::nullopt, std::nullopt, std::nullopt, reader,
+                                             torch::jit::Unpickler::defaultTypeParser, storages);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(Error::Kind::BadInputs, fmt::format("{}: cannot read ({}): {}", where, first_line(e.what()), kResave));
+  }
+}
+
+InputValue to_input_value(const c10::IValue& v, const std::string& where) {
+  if (v.isTensor()) return v.toTensor();
+  if (v.isNone()) return std::monostate{};
+  if (v.isBool()) return v.toBool();
+  if (v.isInt()) return v.toInt();
+  if (v.isDouble()) return v.toDouble();
+  if (v.isString()) return v.toStringRef();
+  throw Error(Error::Kind::BadInputs,
+              fmt::format("{} is a {}, which pt2diff cannot take as a graph input: {}", where, v.tagKind(), kResave));
+}
+
+bool is_sequence(const c10::IValue& v) { return v.isTuple() || v.isList(); }
+
+std::vector<c10::IValue> elements(const c10::IValue& v) {
+  if (v.isTuple()) return v.toTupleRef().elements().vec();
+  return v.toListRef().vec();
+}
+
+std::vector<std::pair<std::string, InputValue>> keyword(const c10::IValue& v, const std::string& where) {
+  std::vector<std::pair<std::string, InputValue>> out;
+  for (const auto& item : v.toGenericDict()) {
+    if (!item.key().isString())
+      throw Error(Error::Kind::BadInputs, fmt::format("{}: dict keys must be str (input names), got {}", where, item.key().tagKind()));
+    std::string key = item.key().toStringRef();
+    out.emplace_back(key, to_input_value(item.value(), fmt::format("{}: input '{}'", where, key)));
+  }
+  return out;
+}
+
+std::vector<InputValue> positional(const c10::IValue& v, const std::string& where) {
+  std::vector<InputValue> out;
+  auto items = elements(v);
+  for (size_t i = 0; i < items.size(); ++i) out.push_back(to_input_value(items[i], fmt::format("{}: input #{}", where, i)));
+  return out;
+}
+
+}  // namespace
+
+UserInputs user_inputs_from_torch_save(const std::string& bytes, const std::string& where) {
+  c10::IValue root = unpickle(bytes, where);
+  UserInputs in;
+  in.origin = where;
+  if (root.isTensor()) {
+    in.args.push_back(root.toTensor());
+  } else if (root.isGenericDict()) {
+    in.kwargs = keyword(root, where);
+  } else if (is_sequence(root)) {
+    auto items = elements(root);
+    // torch.export's sample inputs: (args_tuple, kwargs_dict).
+    if (items.size() == 2 && is_sequence(items[0]) && items[1].isGenericDict()) {
+      in.args = positional(items[0], where);
+      in.kwargs = keyword(items[1], where);
+    } else {
+      in.args = positional(root, where);
+    }
+  } else {
+    throw Error(Error::Kind::BadInputs,
+                fmt::format("{}: holds a {} at the top; expected a tuple, list or dict of inputs: {}", where, root.tagKind(), kResave));
+  }
+  return in;
+}
+
+at::Tensor tensor_from_torch_save(const std::string& bytes, const std::string& where) {
+  c10::IValue v = unpickle(bytes, where);
+  if (!v.isTensor())
+    throw Error(Error::Kind::BadArchive, fmt::format("{}: expected a pickled tensor, found a {}", where, v.tagKind()));
+  return v.toTensor();
+}
+
+}  // namespace pt2diff

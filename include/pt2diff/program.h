@@ -1,0 +1,45 @@
+// pt2diff/program.h — a loaded torch.export archive: the IR plus its weights.
+//
+//   pt2diff::Program p = pt2diff::load_program("model.pt2");
+//   std::cout << p.ir.graph.nodes().size() << " nodes, " << p.weight_bytes() << " bytes of weights\n";
+//
+// Reads archives written by torch.export.save with torch 2.11 to 2.13 (schema major 8). The output
+// pytree is never needed, so archives whose outputs name Python classes load fine.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pt2diff/graph.h"
+#include "pt2diff/inputs.h"
+
+namespace pt2diff {
+
+struct LoadOptions {
+  /// Which `models/<name>.json` to load; empty: the only one, or "model" when there are several.
+  std::string model_name;
+};
+
+struct Program {
+  std::string path;
+  std::string model_name;
+  ExportedGraph ir;
+  /// Parameters, buffers and lifted tensor constants by FQN. Entries saved as views of one storage
+  /// share it here too (aliasing survives loading).
+  std::map<std::string, at::Tensor> state;
+  /// TorchBind objects the graph refers to (by FQN): pt2diff cannot run them.
+  std::vector<std::string> custom_objects;
+  /// The archive's sample inputs (`data/sample_inputs/<model>.pt`), when it has them.
+  std::optional<UserInputs> sample_inputs;
+
+  /// Bytes of distinct storages behind `state` (shared storages counted once).
+  int64_t weight_bytes() const;
+};
+
+/// Loads `path`; throws pt2diff::Error(BadArchive) with one line naming the file and the problem.
+Program load_program(const std::string& path, const LoadOptions& options = {});
+
+}  // namespace pt2diff
