@@ -19,9 +19,27 @@ namespace {
 
 std::string first_line(const std::string& message) {
   std::string line = message.substr(0, message.find('\n'));
-  // c10 messages may end with " (Exception raised from ...)" on the first line too.
+  // libtorch follows the cause with advice for its own developers ("This is an internal miniz
+  // error...", "(Could this error message be improved?"): keep the first sentence.
+  for (const char* tail : {". ", "  ("})
+    if (size_t cut = line.find(tail, 20); cut != std::string::npos) line.resize(cut);
   return line;
 }
+
+namespace {
+/// The reader refuses zips that PyTorchStreamWriter did not write (no top folder or no version
+/// record). Their central directory still lists record names in plain text: enough to say what
+/// the file is.
+std::string classify_foreign_zip(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (bytes.find("serialized_exported_program.json") != std::string::npos)
+    return "a legacy torch.export archive (written by torch < 2.8): load it with that torch and re-save it with "
+           "torch 2.11-2.13 (torch.export.save(torch.export.load(old), new))";
+  return "a zip file that PyTorch did not write (no version record): not a torch.export archive; save the program "
+         "with torch.export.save(ep, path)";
+}
+}  // namespace
 
 Archive::Archive(const std::string& path) : path_(path) {
   std::error_code ec;
@@ -38,7 +56,11 @@ Archive::Archive(const std::string& path) : path_(path) {
     reader_ = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
     records_ = reader_->getAllRecords();
   } catch (const c10::Error& e) {
-    bad(path, fmt::format("truncated or corrupt zip archive ({}): re-save it with torch.export.save", first_line(e.what())));
+    std::string cause = first_line(e.what());
+    if (cause.find("failed finding central directory") == std::string::npos &&
+        cause.find("failed reading zip archive") == std::string::npos)
+      bad(path, classify_foreign_zip(path));
+    bad(path, fmt::format("truncated or corrupt zip archive ({}): re-save it with torch.export.save", cause));
   }
   std::sort(records_.begin(), records_.end());
   if (has_record("serialized_exported_program.json") || has_record("serialized_state_dict.pt"))

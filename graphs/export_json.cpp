@@ -139,7 +139,11 @@ class GraphBuilder {
     for (const auto& a : src_.get_inputs()) graph_->add_input(argument(a, where_ + ": graph input"));
     for (const ex::Node& n : src_.get_nodes()) graph_->add_node(node(n));
     for (const auto& a : src_.get_outputs()) graph_->add_output(argument(a, where_ + ": graph output"));
-    graph_->finalize();
+    try {
+      graph_->finalize();
+    } catch (const Error& e) {
+      bad(where_, e.what());
+    }
     return graph;
   }
 

@@ -16,9 +16,29 @@ namespace pt2diff {
 namespace {
 
 constexpr const char* kResave =
-    "pt2diff reads torch.save files of tensors, Python numbers, str and None in a tuple, list or str-keyed dict; "
-    "convert torch.Size to tuple, namedtuples to tuple, OrderedDict to dict and float8 tensors to float32, "
-    "then save again with torch.save";
+    "pt2diff reads torch.save files holding a flat tuple, list or str-keyed dict of tensors, Python numbers, str and None";
+
+/// Names what the unpickler choked on and the one change to the Python that fixes it.
+std::string explain_unpickle_failure(const std::string& cause) {
+  if (cause.find("torch.Size") != std::string::npos)
+    return "it holds a torch.Size: save tuple(size) instead";
+  if (cause.find("Unknown pickler class") != std::string::npos)
+    return "it holds a Python class instance (a namedtuple or dataclass?): save tuple(value) instead";
+  if (cause.find("isGenericDict") != std::string::npos || cause.find("OrderedDict") != std::string::npos)
+    return "it holds an OrderedDict (a state_dict?): save dict(value) instead";
+  if (cause.find("_rebuild_tensor_v3") != std::string::npos)
+    return "it holds a tensor of a dtype libtorch's unpickler cannot read (float8, uint16/32/64, ...): "
+           "save t.to(torch.float32) and cast back in the graph if needed";
+  return kResave;
+}
+
+/// Python's name for a container kind, as the user wrote it.
+std::string python_kind(const c10::IValue& v) {
+  if (v.isGenericDict()) return "dict";
+  if (v.isList()) return "list";
+  if (v.isTuple()) return "tuple";
+  return v.tagKind();
+}
 
 class StringReadAdapter final : public caffe2::serialize::ReadAdapterInterface {
  public:
@@ -54,7 +74,12 @@ c10::IValue unpickle(const std::string& bytes, const std::string& where) {
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    throw Error(Error::Kind::BadInputs, fmt::format("{}: cannot read ({}): {}", where, first_line(e.what()), kResave));
+    std::string cause = first_line(e.what());
+    std::string advice = explain_unpickle_failure(cause);
+    // An OrderedDict trips an internal assert whose text ("please report a bug to PyTorch") misleads.
+    if (cause.find("INTERNAL ASSERT") != std::string::npos) cause = "libtorch's unpickler rejected its contents";
+    throw Error(Error::Kind::BadInputs,
+                fmt::format("{}: cannot read it as inputs ({}): {}", where, cause, advice));
   }
 }
 
@@ -66,7 +91,7 @@ InputValue to_input_value(const c10::IValue& v, const std::string& where) {
   if (v.isDouble()) return v.toDouble();
   if (v.isString()) return v.toStringRef();
   throw Error(Error::Kind::BadInputs,
-              fmt::format("{} is a {}, which pt2diff cannot take as a graph input: {}", where, v.tagKind(), kResave));
+              fmt::format("{} is a {}: nested containers are not graph inputs; {}", where, python_kind(v), kResave));
 }
 
 bool is_sequence(const c10::IValue& v) { return v.isTuple() || v.isList(); }
@@ -115,7 +140,7 @@ UserInputs user_inputs_from_torch_save(const std::string& bytes, const std::stri
     }
   } else {
     throw Error(Error::Kind::BadInputs,
-                fmt::format("{}: holds a {} at the top; expected a tuple, list or dict of inputs: {}", where, root.tagKind(), kResave));
+                fmt::format("{}: holds a {} at the top; {}", where, python_kind(root), kResave));
   }
   return in;
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Sets up pt2diff on a Debian machine (as root) and builds it; idempotent and fast when nothing changed.
+#
+#   scripts/setup.sh            install what is missing, build the CLI, run `pt2diff inspect` on a fixture
+#   scripts/setup.sh --no-run   the same without the demo run (used by scripts/test.sh)
+#
+# The venv (torch==2.13.0) and the ccache directory live outside the clone, in $PT2DIFF_HOME
+# (default ~/.cache/pt2diff), so fresh clones reuse them.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PT2DIFF_HOME=${PT2DIFF_HOME:-${HOME:-/root}/.cache/pt2diff}
+VENV=${PT2DIFF_VENV:-$PT2DIFF_HOME/venv}
+BUILD=${PT2DIFF_BUILD_DIR:-$ROOT/build}
+TORCH_VERSION=2.13.0
+export CCACHE_DIR=${CCACHE_DIR:-$PT2DIFF_HOME/ccache}
+RUN_DEMO=1
+[[ "${1:-}" == "--no-run" ]] && RUN_DEMO=0
+
+say() { [[ -t 1 ]] && printf '\033[1m==> %s\033[0m\n' "$*" || printf '==> %s\n' "$*"; }
+
+# --- Debian packages ---------------------------------------------------------------------------------
+packages=(g++ ccache libeigen3-dev libboost-graph-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
+          libgmock-dev libbenchmark-dev)
+command -v cmake >/dev/null || packages+=(cmake)
+command -v ninja >/dev/null || packages+=(ninja-build)
+command -v python3 >/dev/null || packages+=(python3)
+python3 -c 'import ensurepip, venv' 2>/dev/null || packages+=(python3-venv)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- the venv with torch -------------------------------------------------------------------------------
+if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+  say "creating $VENV with torch==$TORCH_VERSION"
+  mkdir -p "$PT2DIFF_HOME"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy
+fi
+
+# --- configure and build -------------------------------------------------------------------------------
+if [[ ! -f "$BUILD/build.ninja" ]]; then
+  say "configuring $BUILD"
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPT2DIFF_PYTHON="$VENV/bin/python" >/dev/null
+fi
+say "building pt2diff"
+cmake --build "$BUILD" --target pt2diff_cli
+
+if ((RUN_DEMO)); then
+  say "pt2diff inspect fixtures/mlp.pt2 fixtures/mlp_inputs.pt"
+  "$BUILD/pt2diff" inspect "$ROOT/fixtures/mlp.pt2" "$ROOT/fixtures/mlp_inputs.pt"
+fi
