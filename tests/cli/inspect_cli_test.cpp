@@ -1,0 +1,82 @@
+// tests/cli/inspect_cli_test.cpp — `pt2diff inspect` on every fixture, text and JSON.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "../test_support.h"
+
+namespace pt2diff {
+namespace {
+
+using testing::fixture;
+using testing::run_cli;
+
+class InspectEveryFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(InspectEveryFixture, PrintsASummaryAndBindsTheInputs) {
+  const std::string name = GetParam();
+  auto r = run_cli("inspect " + fixture(name + ".pt2") + " " + fixture(name.substr(0, name.rfind("_core") == std::string::npos ? name.size() : name.rfind("_core")) + "_inputs.pt"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_NE(r.out.find("inputs bind: yes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unsupported ops: none"), std::string::npos) << r.out;
+
+  auto j = run_cli("inspect --json " + fixture(name + ".pt2"));
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  nlohmann::json doc = nlohmann::json::parse(j.out);
+  EXPECT_GT(doc["nodes"].get<int>(), 0);
+  EXPECT_TRUE(doc["binding"]["ok"].get<bool>()) << "sample inputs bind";
+  EXPECT_EQ(doc["binding"]["origin"], "sample inputs");
+  int64_t counted = 0;
+  for (const auto& op : doc["ops"]) counted += op["count"].get<int64_t>();
+  EXPECT_EQ(counted, doc["nodes"].get<int64_t>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, InspectEveryFixture,
+                         ::testing::Values("mlp", "mlp_core", "attention", "attention_core", "conv_bn_relu", "conv_bn_relu_core",
+                                           "ln_softmax_gelu", "ln_softmax_gelu_core", "bf16_block", "bf16_block_core",
+                                           "multi_output", "multi_output_core", "index_none", "index_none_core",
+                                           "dynamic_batch", "dynamic_batch_core", "cond", "cond_core"),
+                         [](const auto& info) { return info.param; });
+
+TEST(InspectCli, ShowsWhatAUserNeedsForTheMlp) {
+  auto r = run_cli("inspect " + fixture("mlp.pt2"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* want : {"graph: 3 nodes", "x     user_input", "float32[4, 32]", "linear_1", "4 parameters",
+                           "2  aten.linear.default", "dispatcher", "inputs bind: yes (sample inputs: x = float32[4, 32] cpu)"})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+}
+
+TEST(InspectCli, ShowsSubgraphsDynamicDimsAndSpecializedScalars) {
+  auto cond = run_cli("inspect " + fixture("cond.pt2"));
+  EXPECT_NE(cond.out.find("in 2 subgraphs"), std::string::npos) << cond.out;
+  EXPECT_NE(cond.out.find("higher_order.cond"), std::string::npos) << cond.out;
+  auto dyn = run_cli("inspect " + fixture("dynamic_batch.pt2"));
+  EXPECT_NE(dyn.out.find("float32[s77, 16]"), std::string::npos) << dyn.out;
+  EXPECT_NE(dyn.out.find("dynamic dims: s77 in [2, 64]"), std::string::npos) << dyn.out;
+  auto temp = run_cli("inspect " + fixture("ln_softmax_gelu.pt2"));
+  EXPECT_NE(temp.out.find("temperature  constant_input   specialized to 0.5"), std::string::npos) << temp.out;
+}
+
+TEST(InspectCli, RandomInputsBindWithTheirSeed) {
+  auto r = run_cli("inspect " + fixture("dynamic_batch.pt2") + " --random-inputs --seed 3");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("inputs bind: yes (random (seed 3): x = float32[6, 16] cpu)"), std::string::npos) << r.out;
+}
+
+TEST(InspectCli, PrintsTheGraphOnRequest) {
+  auto r = run_cli("inspect --graph " + fixture("multi_output_core.pt2"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("%getitem: float32[5], %getitem_1: int64[5] = aten.max.dim(%x, 1)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("aten.split_with_sizes.default(%x, [2, 3, 3], 1)"), std::string::npos) << r.out;
+}
+
+TEST(InspectCli, ReadsTorch211ArchivesWithTheirInputs) {
+  auto r = run_cli("inspect " + fixture("torch-2.11/toy_core.pt2") + " " + fixture("torch-2.11/toy_inputs.pt"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("written by torch 2.11.0+cu130"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("inputs bind: yes"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace pt2diff

@@ -1,0 +1,91 @@
+// tests/graphs/malformed_test.cpp — every broken archive is one clear line and exit code 2, never a
+// crash (these tests also run under ASan/UBSan: scripts/test.sh).
+#include <gtest/gtest.h>
+
+#include "../test_support.h"
+#include "pt2diff/error.h"
+#include "pt2diff/program.h"
+
+namespace pt2diff {
+namespace {
+
+using testing::fixture;
+
+struct Case {
+  const char* file;
+  const char* says;  ///< what the one line must contain
+};
+
+class MalformedArchive : public ::testing::TestWithParam<Case> {};
+
+TEST_P(MalformedArchive, LibraryThrowsOneClearLine) {
+  const Case& c = GetParam();
+  try {
+    load_program(fixture(c.file));
+    FAIL() << c.file << " loaded";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.kind(), Error::Kind::BadArchive) << what;
+    EXPECT_NE(what.find(c.says), std::string::npos) << what;
+    EXPECT_NE(what.find(c.file), std::string::npos) << "names the file: " << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
+TEST_P(MalformedArchive, CliPrintsOneLineAndExitsTwo) {
+  const Case& c = GetParam();
+  auto r = testing::run_cli("inspect " + fixture(c.file));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "exactly one line: " << r.err;
+  EXPECT_EQ(r.err.rfind("pt2diff: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Malformed, MalformedArchive,
+    ::testing::Values(
+        Case{"malformed/empty.pt2", "empty file (0 bytes)"},
+        Case{"malformed/random_bytes.pt2", "not a zip file"},
+        Case{"malformed/truncated.pt2", "truncated or corrupt zip archive"},
+        Case{"malformed/not_pt2.pt2", "not a torch.export archive"},
+        Case{"malformed/legacy.pt2", "a legacy torch.export archive"},
+        Case{"mlp_inputs.pt", "a torch.save file, not a torch.export archive"},
+        Case{"malformed/bad_json.pt2", "not valid JSON"},
+        Case{"malformed/schema_major_9.pt2", "export schema major 9"},
+        Case{"malformed/unknown_argument_kind.pt2", "unknown argument kind 'as_quantum_tensor'"},
+        Case{"malformed/undefined_value.pt2", "uses 'no_such_value' before it is defined"},
+        Case{"malformed/missing_weight.pt2", "missing record 'data/weights/weight_1' for 'fc1.bias'"},
+        Case{"malformed/short_weight.pt2", "has 10 bytes but its tensor_meta (float32 [64, 32]) needs 8192"},
+        Case{"no_such_file.pt2", "no such file"}),
+    [](const auto& info) {
+      std::string n = info.param.file;
+      n = n.substr(n.find('/') + 1);
+      n = n.substr(0, n.find('.'));
+      return n;
+    });
+
+TEST(MalformedInputs, CliKeepsTheSummaryAndExitsTwoWhenInputsDoNotBind) {
+  auto r = testing::run_cli("inspect " + fixture("mlp.pt2") + " " + fixture("malformed/inputs_float64.pt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("aten.linear.default"), std::string::npos) << "summary still printed: " << r.out;
+  EXPECT_NE(r.out.find("inputs bind: NO"), std::string::npos);
+  EXPECT_NE(r.err.find("input 'x' has dtype float64"), std::string::npos) << r.err;
+}
+
+TEST(MalformedInputs, UnreadableInputsFileIsOneLine) {
+  auto r = testing::run_cli("inspect " + fixture("mlp.pt2") + " " + fixture("malformed/inputs_torch_size.pt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  EXPECT_NE(r.err.find("torch.Size"), std::string::npos) << r.err;
+}
+
+TEST(MalformedCommandLine, UsageErrorsExitTwo) {
+  EXPECT_EQ(testing::run_cli("inspect").exit_code, 2);
+  EXPECT_EQ(testing::run_cli("frobnicate x").exit_code, 2);
+  EXPECT_EQ(testing::run_cli("inspect " + fixture("mlp.pt2") + " --random-inputs " + fixture("mlp_inputs.pt")).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace pt2diff
