@@ -130,8 +130,11 @@ std::string to_text(const InspectReport& r) {
   std::string out;
   auto line = [&](const std::string& s) { out += s + "\n"; };
   line(fmt::format("{}  (model '{}', written by torch {}, schema {}, {})", r.path, r.model_name, r.torch_version, r.schema, r.dialect));
-  line(fmt::format("graph: {} nodes ({} top-level, {} in {} subgraphs)", r.nodes, r.top_level_nodes, r.nodes - r.top_level_nodes,
-                   r.subgraphs));
+  if (r.subgraphs == 0)
+    line(fmt::format("graph: {} nodes", r.nodes));
+  else
+    line(fmt::format("graph: {} nodes ({} top-level, {} in {} subgraphs)", r.nodes, r.top_level_nodes, r.nodes - r.top_level_nodes,
+                     r.subgraphs));
   auto table = [&](const char* title, const std::vector<InspectReport::Tensor>& rows) {
     line(fmt::format("{} ({}):", title, rows.size()));
     size_t w = 4;

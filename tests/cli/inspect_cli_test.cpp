@@ -58,6 +58,19 @@ TEST(InspectCli, ShowsSubgraphsDynamicDimsAndSpecializedScalars) {
   EXPECT_NE(temp.out.find("temperature  constant_input   specialized to 0.5"), std::string::npos) << temp.out;
 }
 
+TEST(InspectCli, ListsOpsNothingCanRunWithTheirNodes) {
+  auto r = run_cli("inspect " + fixture("python_only_ops.pt2"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("unsupported ops (1): pt2diff cannot run these nodes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pt2diff_fixtures.scaled_tanh.default ×1: not in the C++ dispatcher: a custom op defined in Python"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(nodes: scaled_tanh)"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(run_cli("inspect --json " + fixture("python_only_ops_core.pt2")).out);
+  ASSERT_EQ(j["unsupported"].size(), 1u);
+  EXPECT_EQ(j["unsupported"][0]["target"], "torch.ops.pt2diff_fixtures.scaled_tanh.default");
+  EXPECT_EQ(j["unsupported"][0]["nodes"][0], "scaled_tanh");
+}
+
 TEST(InspectCli, RandomInputsBindWithTheirSeed) {
   auto r = run_cli("inspect " + fixture("dynamic_batch.pt2") + " --random-inputs --seed 3");
   EXPECT_EQ(r.exit_code, 0) << r.err;

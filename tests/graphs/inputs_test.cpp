@@ -78,6 +78,14 @@ TEST(Inputs, EachMismatchIsOneClearError) {
   EXPECT_HAS(bind_error(p, scalar), "input 'x' must be a tensor (float32[4, 32] cpu), got int 3");
 }
 
+TEST(Inputs, DeviceMismatchSaysWhereTheGraphWasExported) {
+  Program p = load_program(fixture("mlp.pt2"));
+  // As if exported on a GPU: the input meta says cuda, the file holds CPU tensors.
+  p.ir.graph.mutable_value(p.ir.graph.find("x")).meta->device = Device{"cuda", 0};
+  EXPECT_HAS(bind_error(p, load_inputs(fixture("mlp_inputs.pt"))),
+             "input 'x' is on cpu, the graph was exported on cuda:0: pass --device cuda");
+}
+
 TEST(Inputs, DynamicDimsAreCheckedAgainstTheirRange) {
   Program p = load_program(fixture("dynamic_batch.pt2"));
   UserInputs in;

@@ -1,0 +1,16 @@
+// pt2diff/pt2diff.h — the whole public API.
+//
+//   #include <pt2diff/pt2diff.h>
+//
+//   pt2diff::Program program = pt2diff::load_program("graph.pt2");      // torch.export.save archive
+//   pt2diff::BoundInputs in = pt2diff::bind_inputs(program, pt2diff::load_inputs("inputs.pt"));
+//   std::cout << pt2diff::to_text(pt2diff::inspect(program));
+//
+// Everything throws pt2diff::Error (one line, naming the file/node/input) on bad input.
+#pragma once
+
+#include "pt2diff/error.h"
+#include "pt2diff/graph.h"
+#include "pt2diff/inputs.h"
+#include "pt2diff/inspect.h"
+#include "pt2diff/program.h"
