@@ -1,7 +1,10 @@
 # ccache, when installed, with the settings that let it cache GCC precompiled headers.
 find_program(PT2DIFF_CCACHE ccache)
 if(PT2DIFF_CCACHE)
-  set(_ccache_env CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime)
+  # base_dir + no hash_dir: paths inside the clone are hashed relative to it, so a fresh clone
+  # elsewhere (CI) hits the cache that earlier clones filled.
+  set(_ccache_env CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+                  CCACHE_BASEDIR=${CMAKE_SOURCE_DIR} CCACHE_NOHASHDIR=1)
   if(DEFINED ENV{CCACHE_DIR})
     list(APPEND _ccache_env CCACHE_DIR=$ENV{CCACHE_DIR})
   endif()
