@@ -25,5 +25,5 @@ if [[ "${PT2DIFF_SKIP_SANITIZE:-0}" != 1 ]]; then
   cmake --build "$ASAN_BUILD" --target loader_tests pt2diff_cli
   # libtorch is not built with ASan: its allocations at exit are reported as leaks we cannot fix.
   export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  (cd "$ASAN_BUILD" && ctest --output-on-failure -L sanitize)
+  (cd "$ASAN_BUILD" && ctest --output-on-failure -j2 -L sanitize)
 fi

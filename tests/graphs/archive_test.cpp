@@ -195,3 +195,25 @@ TEST(Archive, CountsSharedStoragesOnce) {
 
 }  // namespace
 }  // namespace pt2diff
+
+namespace pt2diff {
+namespace {
+
+TEST(ArchiveVariants, ReadsPickledWeights) {
+  // fc1.weight stored as a torch.save blob (use_pickle: true) must equal the raw-record original.
+  Program pickled = load_program(testing::fixture("variants/pickled_weight.pt2"));
+  Program raw = load_program(testing::fixture("mlp.pt2"));
+  EXPECT_EQ(fnv1a(pickled.state.at("fc1.weight")), fnv1a(raw.state.at("fc1.weight")));
+  EXPECT_EQ(pickled.state.at("fc1.weight").sizes(), raw.state.at("fc1.weight").sizes());
+}
+
+TEST(ArchiveVariants, NeverNeedsTheOutputPytree) {
+  // The out_spec names transformers.modeling_outputs.BaseModelOutput; Python's torch.export.load
+  // would need transformers installed, pt2diff does not read the pytree at all.
+  Program p = load_program(testing::fixture("variants/python_class_outputs.pt2"));
+  EXPECT_EQ(p.ir.output_specs.size(), 1u);
+  EXPECT_EQ(p.ir.graph.nodes().size(), 3u);
+}
+
+}  // namespace
+}  // namespace pt2diff
