@@ -161,14 +161,41 @@ class GraphBuilder {
       }
     }
     ValueId id = graph_->add_value(name, kind, std::move(meta));
+    graph_->mutable_value(id).sym_hint = sym_hint(name, kind);
+    return id;
+  }
+
+  /// The example-time value of a symbolic scalar, from the graph's sym_*_values tables.
+  std::optional<double> sym_hint(const std::string& name, ValueKind kind) const {
+    auto hint_of = [](const ex::SymExpr& e) -> std::optional<double> {
+      if (!e.get_hint()) return std::nullopt;
+      const ex::SymExprHint& h = *e.get_hint();
+      switch (h.tag()) {
+        case ex::SymExprHint::Tag::AS_INT: return static_cast<double>(h.get_as_int());
+        case ex::SymExprHint::Tag::AS_FLOAT: return h.get_as_float().get();
+        case ex::SymExprHint::Tag::AS_BOOL: return h.get_as_bool() ? 1.0 : 0.0;
+      }
+      return std::nullopt;
+    };
     if (kind == ValueKind::SymInt) {
       auto it = src_.get_sym_int_values().find(name);
-      if (it != src_.get_sym_int_values().end()) {
-        SymInt s = to_sym_int(it->second);
-        if (auto c = s.concrete()) graph_->mutable_value(id).sym_hint = static_cast<double>(*c);
-      }
+      if (it == src_.get_sym_int_values().end()) return std::nullopt;
+      if (it->second.tag() == ex::SymInt::Tag::AS_INT) return static_cast<double>(it->second.get_as_int());
+      return hint_of(it->second.get_as_expr());
     }
-    return id;
+    if (kind == ValueKind::SymFloat) {
+      auto it = src_.get_sym_float_values().find(name);
+      if (it == src_.get_sym_float_values().end()) return std::nullopt;
+      if (it->second.tag() == ex::SymFloat::Tag::AS_FLOAT) return it->second.get_as_float().get();
+      return hint_of(it->second.get_as_expr());
+    }
+    if (kind == ValueKind::SymBool) {
+      auto it = src_.get_sym_bool_values().find(name);
+      if (it == src_.get_sym_bool_values().end()) return std::nullopt;
+      if (it->second.tag() == ex::SymBool::Tag::AS_BOOL) return it->second.get_as_bool() ? 1.0 : 0.0;
+      return hint_of(it->second.get_as_expr());
+    }
+    return std::nullopt;
   }
 
   SymArg sym_arg(const ex::SymIntArgument& s, const std::string& where) {
