@@ -1,0 +1,205 @@
+// engine/execution/dispatcher_kernel.cpp — ATen ops called by name through the c10 dispatcher
+// (boxed), arguments marshalled from the op schema. The only file that includes Dispatcher.h.
+#include <ATen/ScalarOps.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <fmt/format.h>
+
+#include "engine/execution/kernel.h"
+#include "pt2diff/error.h"
+
+namespace pt2diff {
+
+namespace {
+
+c10::ScalarType to_c10(DType d) { return static_cast<c10::ScalarType>(static_cast<int8_t>(d)); }
+
+c10::MemoryFormat to_c10(MemoryFormat f) {
+  switch (f) {
+    case MemoryFormat::ChannelsLast: return c10::MemoryFormat::ChannelsLast;
+    case MemoryFormat::ChannelsLast3d: return c10::MemoryFormat::ChannelsLast3d;
+    case MemoryFormat::Preserve: return c10::MemoryFormat::Preserve;
+    default: return c10::MemoryFormat::Contiguous;
+  }
+}
+
+c10::Layout to_c10(Layout l) {
+  switch (l) {
+    case Layout::SparseCoo: return c10::kSparse;
+    case Layout::SparseCsr: return c10::kSparseCsr;
+    case Layout::SparseCsc: return c10::kSparseCsc;
+    case Layout::SparseBsr: return c10::kSparseBsr;
+    case Layout::SparseBsc: return c10::kSparseBsc;
+    case Layout::Mkldnn: return c10::kMkldnn;
+    default: return c10::kStrided;
+  }
+}
+
+/// The fp64 reference keeps every floating computation in float64: dtype arguments that name a
+/// lower floating type (casts, factories, `sum(dtype=)`) become float64. float8 stays: no fp64
+/// kernel consumes it and its nodes are reported as not comparable.
+DType reference_dtype(DType d, Precision p) {
+  if (p == Precision::Fp64 && (d == DType::Half || d == DType::BFloat16 || d == DType::Float)) return DType::Double;
+  if (p == Precision::Fp64 && d == DType::ComplexHalf) return DType::ComplexDouble;
+  if (p == Precision::Fp64 && d == DType::ComplexFloat) return DType::ComplexDouble;
+  return d;
+}
+
+c10::TypePtr unwrap_optional(const c10::TypePtr& t) {
+  if (auto opt = t->cast<c10::OptionalType>()) return opt->getElementType();
+  return t;
+}
+
+bool wants_tensor(const c10::TypePtr& t) { return unwrap_optional(t)->kind() == c10::TypeKind::TensorType; }
+bool wants_float(const c10::TypePtr& t) { return unwrap_optional(t)->kind() == c10::TypeKind::FloatType; }
+
+c10::IValue number(const Argument& a, const Frame& f, const Graph& g) {
+  switch (a.kind) {
+    case Argument::Kind::Int: return a.as<int64_t>();
+    case Argument::Kind::Float: return a.as<double>();
+    case Argument::Kind::Bool: return a.as<bool>();
+    case Argument::Kind::SymInt: case Argument::Kind::SymFloat: case Argument::Kind::SymBool:
+      return sym_value(a.as<SymArg>(), f, g);
+    default: return c10::IValue();
+  }
+}
+
+/// A Python number in a Tensor slot (`aten.mul.Tensor(x, 2.5)`) is a wrapped-number tensor in
+/// eager; an ordinary 0-dim tensor would change type promotion.
+at::Tensor wrapped_number(const c10::IValue& v) {
+  c10::Scalar s = v.isDouble() ? c10::Scalar(v.toDouble()) : v.isBool() ? c10::Scalar(v.toBool()) : c10::Scalar(v.toInt());
+  return at::native::wrapped_scalar_tensor(s);
+}
+
+class DispatcherKernel final : public Kernel {
+ public:
+  DispatcherKernel(c10::OperatorHandle op, const Node& node) : op_(std::move(op)) {
+    const auto& schema = op_.schema();
+    // Map each schema argument to the node input that carries it (by name), once.
+    for (const c10::Argument& sa : schema.arguments()) {
+      int index = -1;
+      for (size_t i = 0; i < node.inputs.size(); ++i)
+        if (node.inputs[i].name == sa.name()) index = static_cast<int>(i);
+      slots_.push_back(index);
+    }
+    std::string name = schema.name();
+    is_softmax_ = name == "aten::_softmax" || name == "aten::_log_softmax";
+    is_metadata_assert_ = name == "aten::_assert_tensor_metadata";
+    is_bitcast_ = name == "aten::view" && schema.overload_name() == "dtype";
+  }
+
+  void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
+    const auto& schema = op_.schema();
+    // The reference run has no lower dtypes to assert on; the native run keeps the check.
+    if (is_metadata_assert_ && ctx.precision == Precision::Fp64) return;
+    if (ctx.precision == Precision::Fp64 && ctx.not_comparable && (is_bitcast_ || touches_float8(node, g)))
+      ctx.not_comparable->push_back(node.name);
+    torch::jit::Stack stack;
+    stack.reserve(schema.arguments().size());
+    for (size_t i = 0; i < schema.arguments().size(); ++i) {
+      const c10::Argument& sa = schema.arguments()[i];
+      if (slots_[i] < 0) {
+        if (!sa.default_value())
+          throw Error(Error::Kind::BadArchive, fmt::format("node '{}' ({}) gives no value for argument '{}', which has no default",
+                                                           node.name, node.target, sa.name()));
+        stack.push_back(*sa.default_value());
+        continue;
+      }
+      stack.push_back(convert(node.inputs[static_cast<size_t>(slots_[i])].arg, sa, f, g, ctx));
+      if (is_softmax_ && sa.name() == "half_to_float" && ctx.precision == Precision::Fp64) stack.back() = false;
+    }
+    op_.callBoxed(stack);
+    if (stack.size() != node.outputs.size() && !(node.outputs.empty() && stack.empty()))
+      throw Error(Error::Kind::Internal, fmt::format("node '{}' ({}) returned {} values for {} outputs", node.name, node.target,
+                                                     stack.size(), node.outputs.size()));
+    for (size_t i = 0; i < node.outputs.size(); ++i) store_output(node.outputs[i], std::move(stack[i]), f);
+  }
+
+ private:
+  static bool touches_float8(const Node& node, const Graph& g) {
+    for (ValueId v : node.output_values())
+      if (g.value(v).meta && is_float8(g.value(v).meta->dtype)) return true;
+    for (ValueId v : node.input_values())
+      if (g.value(v).meta && is_float8(g.value(v).meta->dtype)) return true;
+    return false;
+  }
+
+  c10::IValue convert(const Argument& a, const c10::Argument& sa, const Frame& f, const Graph& g, const ExecContext& ctx) const {
+    using K = Argument::Kind;
+    const c10::TypePtr type = sa.real_type();
+    switch (a.kind) {
+      case K::None: return c10::IValue();
+      case K::Tensor: case K::OptionalTensor: {
+        ValueId v = a.as<ValueId>();
+        return v == kNoValue ? c10::IValue() : f.at(v, g);
+      }
+      case K::Tensors: {
+        c10::List<at::Tensor> list;
+        for (ValueId v : a.as<std::vector<ValueId>>()) list.push_back(f.at(v, g).toTensor());
+        return list;
+      }
+      case K::OptionalTensors: {
+        c10::List<std::optional<at::Tensor>> list;
+        for (ValueId v : a.as<std::vector<ValueId>>())
+          list.push_back(v == kNoValue ? std::optional<at::Tensor>() : std::optional<at::Tensor>(f.at(v, g).toTensor()));
+        return list;
+      }
+      case K::Int: case K::Float: case K::Bool: case K::SymInt: case K::SymFloat: case K::SymBool: {
+        c10::IValue n = number(a, f, g);
+        if (wants_tensor(type)) return wrapped_number(n);
+        if (wants_float(type) && n.isInt()) return static_cast<double>(n.toInt());
+        return n;
+      }
+      case K::Ints: return c10::List<int64_t>(a.as<std::vector<int64_t>>());
+      case K::SymInts: {
+        c10::List<int64_t> list;
+        for (const SymArg& s : a.as<std::vector<SymArg>>()) list.push_back(sym_value(s, f, g).toInt());
+        return list;
+      }
+      case K::Floats: return c10::List<double>(a.as<std::vector<double>>());
+      case K::Bools: {
+        c10::List<bool> list;
+        for (bool b : a.as<std::vector<bool>>()) list.push_back(b);
+        return list;
+      }
+      case K::String: return a.as<std::string>();
+      case K::Strings: return c10::List<std::string>(a.as<std::vector<std::string>>());
+      case K::Complex: return c10::complex<double>(a.as<std::complex<double>>().real(), a.as<std::complex<double>>().imag());
+      case K::ScalarType: return to_c10(reference_dtype(a.as<DType>(), ctx.precision));
+      case K::MemoryFormat: return to_c10(a.as<MemoryFormat>());
+      case K::Layout: return to_c10(a.as<Layout>());
+      case K::Device: {
+        const Device& d = a.as<Device>();
+        return c10::Device(d.index < 0 ? d.type : fmt::format("{}:{}", d.type, d.index));
+      }
+      default:
+        throw Error(Error::Kind::Unsupported, fmt::format("argument '{}' of kind {} cannot be passed to {}", sa.name(),
+                                                          argument_kind_name(a.kind), op_.schema().name()));
+    }
+  }
+
+  c10::OperatorHandle op_;
+  std::vector<int> slots_;
+  bool is_softmax_ = false;
+  bool is_metadata_assert_ = false;
+  bool is_bitcast_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_dispatcher_kernel(const Node& node, std::string& why) {
+  const std::string prefix = "torch.ops.";
+  std::string rest = node.target.substr(prefix.size());
+  size_t dot1 = rest.find('.'), dot2 = rest.rfind('.');
+  std::string ns = rest.substr(0, dot1);
+  std::string op = dot2 == dot1 ? rest.substr(dot1 + 1) : rest.substr(dot1 + 1, dot2 - dot1 - 1);
+  std::string overload = dot2 == dot1 ? "" : rest.substr(dot2 + 1);
+  if (overload == "default") overload.clear();
+  auto handle = c10::Dispatcher::singleton().findSchema({ns + "::" + op, overload});
+  if (!handle) {
+    why = "not in the C++ dispatcher";
+    return nullptr;
+  }
+  return std::make_unique<DispatcherKernel>(*handle, node);
+}
+
+}  // namespace pt2diff

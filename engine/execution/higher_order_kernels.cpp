@@ -1,0 +1,92 @@
+// engine/execution/higher_order_kernels.cpp — higher-order ops run by interpreting their subgraphs.
+#include <fmt/format.h>
+
+#include "engine/execution/kernel.h"
+#include "pt2diff/error.h"
+
+namespace pt2diff {
+
+namespace {
+
+/// The tensors (and scalars) of an operand argument, in order.
+std::vector<c10::IValue> operands(const Argument& a, const Frame& f, const Graph& g) {
+  std::vector<c10::IValue> out;
+  switch (a.kind) {
+    case Argument::Kind::Tensors:
+      for (ValueId v : a.as<std::vector<ValueId>>()) out.push_back(f.at(v, g));
+      break;
+    case Argument::Kind::Tensor: out.push_back(f.at(a.as<ValueId>(), g)); break;
+    case Argument::Kind::SymInt: case Argument::Kind::SymFloat: case Argument::Kind::SymBool:
+      out.push_back(sym_value(a.as<SymArg>(), f, g));
+      break;
+    case Argument::Kind::Int: out.push_back(a.as<int64_t>()); break;
+    case Argument::Kind::Float: out.push_back(a.as<double>()); break;
+    case Argument::Kind::Bool: out.push_back(a.as<bool>()); break;
+    default: break;
+  }
+  return out;
+}
+
+bool predicate(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor().item<bool>();
+  if (v.isBool()) return v.toBool();
+  if (v.isInt()) return v.toInt() != 0;
+  return v.toDouble() != 0.0;
+}
+
+void store_all(const Node& node, std::vector<c10::IValue> results, Frame& f) {
+  if (node.outputs.size() == 1 && node.outputs[0].kind == Argument::Kind::Tensors) {
+    c10::List<at::Tensor> list;
+    for (const c10::IValue& r : results) list.push_back(r.toTensor());
+    store_output(node.outputs[0], list, f);
+    return;
+  }
+  if (results.size() < node.outputs.size())
+    throw Error(Error::Kind::Internal, fmt::format("node '{}' ({}) produced {} values for {} outputs", node.name, node.target,
+                                                   results.size(), node.outputs.size()));
+  for (size_t i = 0; i < node.outputs.size(); ++i) store_output(node.outputs[i], std::move(results[i]), f);
+}
+
+/// torch.cond(pred, true_graph, false_graph, operands)
+class CondKernel final : public Kernel {
+ public:
+  void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
+    const auto subs = node.subgraphs();
+    if (node.inputs.size() < 4 || subs.size() != 2)
+      throw Error(Error::Kind::BadArchive, fmt::format("node '{}': cond needs a predicate, two branches and operands", node.name));
+    c10::IValue pred = node.inputs[0].arg.kind == Argument::Kind::Tensor ? f.at(node.inputs[0].arg.as<ValueId>(), g)
+                                                                          : operands(node.inputs[0].arg, f, g).at(0);
+    const Graph& branch = *(predicate(pred) ? subs[0] : subs[1])->graph;
+    store_all(node, ctx.run_subgraph(branch, operands(node.inputs[3].arg, f, g)), f);
+  }
+};
+
+/// while_loop(cond_graph, body_graph, carried_inputs, additional_inputs)
+class WhileLoopKernel final : public Kernel {
+ public:
+  void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
+    const auto subs = node.subgraphs();
+    if (node.inputs.size() < 4 || subs.size() != 2)
+      throw Error(Error::Kind::BadArchive, fmt::format("node '{}': while_loop needs cond, body, carried and extra inputs", node.name));
+    std::vector<c10::IValue> carried = operands(node.inputs[2].arg, f, g);
+    const std::vector<c10::IValue> extra = operands(node.inputs[3].arg, f, g);
+    auto with_extra = [&](std::vector<c10::IValue> v) {
+      v.insert(v.end(), extra.begin(), extra.end());
+      return v;
+    };
+    while (predicate(ctx.run_subgraph(*subs[0]->graph, with_extra(carried)).at(0)))
+      carried = ctx.run_subgraph(*subs[1]->graph, with_extra(carried));
+    store_all(node, std::move(carried), f);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_higher_order_kernel(const Node& node, std::string& why) {
+  if (node.target == "torch.ops.higher_order.cond") return std::make_unique<CondKernel>();
+  if (node.target == "torch.ops.higher_order.while_loop") return std::make_unique<WhileLoopKernel>();
+  why = "a higher-order op pt2diff has no handler for yet";
+  return nullptr;
+}
+
+}  // namespace pt2diff

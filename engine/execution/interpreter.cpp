@@ -1,0 +1,214 @@
+// engine/execution/interpreter.cpp — plans kernels once, then runs graphs node by node in a frame,
+// freeing each value after its last use (nativert's SerialGraphExecutor, plus subgraphs).
+#include "pt2diff/interpreter.h"
+
+#include <c10/core/DefaultDtype.h>
+#include <c10/core/InferenceMode.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unordered_map>
+
+#include "engine/execution/kernel.h"
+#include "graphs/archive.h"
+#include "graphs/dag.h"
+#include "graphs/graph_text.h"
+#include "pt2diff/error.h"
+
+namespace pt2diff {
+
+const char* precision_name(Precision p) { return p == Precision::Fp64 ? "fp64" : "native"; }
+
+namespace {
+
+struct GraphPlan {
+  std::vector<std::unique_ptr<Kernel>> kernels;  ///< one per node, by NodeId
+  LastUse last_use;
+};
+
+std::string where(const Node& n) {
+  std::string frame = n.source.user_frame();
+  return fmt::format("node '{}' ({}){}", n.name, short_target(n.target), frame.empty() ? "" : " at " + frame);
+}
+
+/// The reference run keeps every floating tensor in float64 (float8 stays: it has no fp64 kernels).
+at::Tensor to_reference(const at::Tensor& t) {
+  if (!t.defined()) return t;
+  switch (t.scalar_type()) {
+    case at::kHalf: case at::kBFloat16: case at::kFloat: return t.to(at::kDouble);
+    case at::kComplexHalf: case at::kComplexFloat: return t.to(at::kComplexDouble);
+    default: return t;
+  }
+}
+
+c10::IValue to_ivalue(const InputValue& v) {
+  struct {
+    c10::IValue operator()(std::monostate) const { return {}; }
+    c10::IValue operator()(const at::Tensor& t) const { return t; }
+    c10::IValue operator()(bool b) const { return b; }
+    c10::IValue operator()(int64_t i) const { return i; }
+    c10::IValue operator()(double d) const { return d; }
+    c10::IValue operator()(const std::string& s) const { return s; }
+  } visit;
+  return std::visit(visit, v);
+}
+
+/// Literal graph inputs/outputs (a specialized constant, None) carry their value in the argument.
+c10::IValue literal(const Argument& a) {
+  switch (a.kind) {
+    case Argument::Kind::Int: return a.as<int64_t>();
+    case Argument::Kind::Float: return a.as<double>();
+    case Argument::Kind::Bool: return a.as<bool>();
+    case Argument::Kind::String: return a.as<std::string>();
+    case Argument::Kind::SymInt: case Argument::Kind::SymFloat: case Argument::Kind::SymBool:
+      return std::visit([](auto x) { return c10::IValue(x); }, a.as<SymArg>().literal);
+    default: return {};
+  }
+}
+
+/// Restores the process-wide default dtype on scope exit (factories without a dtype use it).
+class DefaultDtypeGuard {
+ public:
+  explicit DefaultDtypeGuard(Precision p) : saved_(c10::get_default_dtype()) {
+    if (p == Precision::Fp64) c10::set_default_dtype(caffe2::TypeMeta::Make<double>());
+  }
+  ~DefaultDtypeGuard() { c10::set_default_dtype(saved_); }
+
+ private:
+  caffe2::TypeMeta saved_;
+};
+
+}  // namespace
+
+struct Interpreter::Impl {
+  const Program& program;
+  std::unordered_map<const Graph*, GraphPlan> plans;
+
+  explicit Impl(const Program& p) : program(p) {}
+
+  void plan(const Graph& g, std::vector<std::string>& problems) {
+    GraphPlan plan;
+    std::vector<NodeId> order;
+    for (const Node& n : g.nodes()) {
+      order.push_back(n.id);
+      std::string why;
+      auto kernel = make_kernel(n, why);
+      if (!kernel) problems.push_back(fmt::format("{}: {}", where(n), why));
+      plan.kernels.push_back(std::move(kernel));
+      for (const Subgraph* s : n.subgraphs()) plan_once(*s->graph, problems);
+    }
+    plan.last_use = last_uses(g, order);
+    plans.emplace(&g, std::move(plan));
+  }
+
+  void plan_once(const Graph& g, std::vector<std::string>& problems) {
+    if (!plans.count(&g)) plan(g, problems);
+  }
+
+  c10::IValue output_value(const Argument& a, const Frame& f, const Graph& g) const {
+    switch (a.kind) {
+      case Argument::Kind::Tensor: case Argument::Kind::OptionalTensor:
+        return a.as<ValueId>() == kNoValue ? c10::IValue() : f.at(a.as<ValueId>(), g);
+      case Argument::Kind::Tensors: {
+        c10::List<at::Tensor> list;
+        for (ValueId v : a.as<std::vector<ValueId>>()) list.push_back(f.at(v, g).toTensor());
+        return list;
+      }
+      case Argument::Kind::SymInt: case Argument::Kind::SymFloat: case Argument::Kind::SymBool:
+        return sym_value(a.as<SymArg>(), f, g);
+      default: return literal(a);
+    }
+  }
+
+  std::vector<c10::IValue> run_graph(const Graph& g, Frame& f, const ExecContext& ctx, const RunOptions& options,
+                                     bool top_level) const {
+    const GraphPlan& plan = plans.at(&g);
+    for (const Node& n : g.nodes()) {
+      try {
+        plan.kernels[static_cast<size_t>(n.id)]->run(n, g, f, ctx);
+      } catch (const Error&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw Error(Error::Kind::Unsupported,
+                    fmt::format("{} failed in the {} run: {}", where(n), precision_name(ctx.precision), first_line(e.what())));
+      }
+      if (top_level && options.on_node) {
+        std::vector<c10::IValue> outs;
+        for (ValueId v : n.output_values()) outs.push_back(f.values[static_cast<size_t>(v)]);
+        options.on_node(n, outs);
+      }
+      if (options.free_at_last_use)
+        for (ValueId v : plan.last_use.dies_after[static_cast<size_t>(n.id)]) f.values[static_cast<size_t>(v)] = c10::IValue();
+    }
+    std::vector<c10::IValue> outputs;
+    for (const Argument& a : g.outputs()) outputs.push_back(output_value(a, f, g));
+    return outputs;
+  }
+
+  std::vector<c10::IValue> run_subgraph(const Graph& g, std::vector<c10::IValue> inputs, const ExecContext& ctx) const {
+    Frame f;
+    f.values.resize(g.values().size());
+    const auto& args = g.inputs();
+    if (inputs.size() != args.size())
+      throw Error(Error::Kind::BadArchive, fmt::format("a subgraph takes {} inputs, got {}", args.size(), inputs.size()));
+    for (size_t i = 0; i < args.size(); ++i) {
+      auto ids = args[i].values();
+      if (!ids.empty()) f.values[static_cast<size_t>(ids.front())] = std::move(inputs[i]);
+    }
+    return run_graph(g, f, ctx, RunOptions{}, false);
+  }
+};
+
+Interpreter::Interpreter(const Program& program) : impl_(std::make_unique<Impl>(program)) {
+  std::vector<std::string> problems;
+  impl_->plan(program.ir.graph, problems);
+  if (!problems.empty())
+    throw Error(Error::Kind::Unsupported,
+                fmt::format("{}: pt2diff cannot run {} node{}: {}", program.path, problems.size(), problems.size() == 1 ? "" : "s",
+                            fmt::join(problems, "; ")));
+}
+
+Interpreter::~Interpreter() = default;
+
+RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options) const {
+  c10::InferenceMode inference;
+  DefaultDtypeGuard default_dtype(options.precision);
+  const Program& p = impl_->program;
+  const Graph& g = p.ir.graph;
+  RunResult result;
+  ExecContext ctx;
+  ctx.precision = options.precision;
+  ctx.not_comparable = &result.not_comparable;
+  ctx.run_subgraph = [&](const Graph& sub, std::vector<c10::IValue> in) { return impl_->run_subgraph(sub, std::move(in), ctx); };
+
+  Frame f;
+  f.values.resize(g.values().size());
+  std::unordered_map<size_t, const InputValue*> user;  // spec index → bound value
+  for (const auto& e : inputs.entries) user[e.spec_index] = &e.value;
+  for (size_t i = 0; i < p.ir.input_specs.size(); ++i) {
+    const InputSpec& spec = p.ir.input_specs[i];
+    auto ids = spec.arg.values();
+    if (ids.empty()) continue;  // literal inputs (specialized constants) live in the graph
+    c10::IValue value;
+    switch (spec.kind) {
+      case InputSpec::Kind::Parameter: case InputSpec::Kind::Buffer: case InputSpec::Kind::TensorConstant:
+        value = p.state.at(spec.target);
+        break;
+      case InputSpec::Kind::UserInput: {
+        auto it = user.find(i);
+        if (it == user.end())
+          throw Error(Error::Kind::BadInputs, fmt::format("no value bound for input '{}'", g.value(ids.front()).name));
+        value = to_ivalue(*it->second);
+        break;
+      }
+      default:
+        throw Error(Error::Kind::Unsupported, fmt::format("graph input '{}' is a {}: pt2diff cannot provide it",
+                                                          g.value(ids.front()).name, input_kind_name(spec.kind)));
+    }
+    if (options.precision == Precision::Fp64 && value.isTensor()) value = to_reference(value.toTensor());
+    f.values[static_cast<size_t>(ids.front())] = std::move(value);
+  }
+  result.outputs = impl_->run_graph(g, f, ctx, options, true);
+  return result;
+}
+
+}  // namespace pt2diff

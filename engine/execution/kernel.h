@@ -1,0 +1,47 @@
+// engine/execution/kernel.h — one kernel per node, chosen once before a run (nativert's OpKernel).
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pt2diff/graph.h"
+#include "pt2diff/interpreter.h"
+
+namespace pt2diff {
+
+/// One run's values, indexed by ValueId of the graph being run.
+struct Frame {
+  std::vector<c10::IValue> values;
+  const c10::IValue& at(ValueId v, const Graph& g) const;
+};
+
+/// What a kernel may need from the run: the precision and a way to run a subgraph.
+struct ExecContext {
+  Precision precision = Precision::Native;
+  std::function<std::vector<c10::IValue>(const Graph&, std::vector<c10::IValue>)> run_subgraph;
+  std::vector<std::string>* not_comparable = nullptr;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void run(const Node& node, const Graph& graph, Frame& frame, const ExecContext& ctx) const = 0;
+};
+
+/// Chooses the kernel for `node`, or returns nullptr and sets `why` when nothing can run it.
+std::unique_ptr<Kernel> make_kernel(const Node& node, std::string& why);
+
+// The kernel families (one file each).
+std::unique_ptr<Kernel> make_dispatcher_kernel(const Node& node, std::string& why);
+std::unique_ptr<Kernel> make_scalar_kernel(const Node& node, std::string& why);
+std::unique_ptr<Kernel> make_higher_order_kernel(const Node& node, std::string& why);
+
+/// Resolves a literal-or-value symbolic argument.
+c10::IValue sym_value(const SymArg& s, const Frame& frame, const Graph& graph);
+/// Stores `value` into the frame slots named by an output argument (tensor, list, sym).
+void store_output(const Argument& out, c10::IValue value, Frame& frame);
+
+}  // namespace pt2diff

@@ -1,0 +1,65 @@
+// pt2diff/interpreter.h — runs a loaded program node by node through ATen.
+//
+//   pt2diff::Program program = pt2diff::load_program("graph.pt2");
+//   pt2diff::Interpreter interpreter(program);       // plans every node; unknown ops fail here, by name
+//   pt2diff::BoundInputs in = pt2diff::bind_inputs(program, pt2diff::load_inputs("inputs.pt"));
+//   pt2diff::RunResult native = interpreter.run(in);                                   // graph's own dtypes
+//   pt2diff::RunResult fp64 = interpreter.run(in, {.precision = pt2diff::Precision::Fp64});
+//
+// Native mode calls the same ATen kernels Python eager calls, with the same arguments, so its
+// outputs are bit for bit those of `ep.module()(*inputs)` on the same machine. Fp64 mode upcasts
+// every floating tensor to float64 and rewrites what would cast back down (see docs/method.md).
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pt2diff/graph.h"
+#include "pt2diff/inputs.h"
+#include "pt2diff/program.h"
+
+namespace pt2diff {
+
+enum class Precision {
+  Native,  ///< the graph's own dtypes: what eager PyTorch computes
+  Fp64,    ///< every floating value in float64: the reference
+};
+const char* precision_name(Precision precision);
+
+struct RunOptions {
+  Precision precision = Precision::Native;
+  /// Free each value after its last use (the default). Off keeps every value until the run ends.
+  bool free_at_last_use = true;
+  /// Called after every top-level node with the values it defined, in Node::output_values() order.
+  /// Values are freed after the callback returns, so it sees each value exactly once.
+  std::function<void(const Node& node, const std::vector<c10::IValue>& outputs)> on_node;
+};
+
+struct RunResult {
+  /// One value per graph output (ExportedGraph::output_specs order: user outputs and mutations).
+  std::vector<c10::IValue> outputs;
+  /// Nodes whose fp64 result is not comparable (bitcasts, float8, RNG); empty in native mode.
+  std::vector<std::string> not_comparable;
+};
+
+class Interpreter {
+ public:
+  /// Plans every node (subgraphs included). Throws pt2diff::Error(Unsupported) listing every op the
+  /// engine cannot run, with node names and source lines, before anything runs.
+  explicit Interpreter(const Program& program);
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+
+  /// Runs the whole graph. Throws pt2diff::Error naming the node (op, source line) if an op fails.
+  RunResult run(const BoundInputs& inputs, const RunOptions& options = {}) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pt2diff
