@@ -2,6 +2,7 @@
 // (boxed), arguments marshalled from the op schema. The only file that includes Dispatcher.h.
 #include <ATen/ScalarOps.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "engine/execution/kernel.h"
@@ -90,7 +91,10 @@ class DispatcherKernel final : public Kernel {
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
     const auto& schema = op_.schema();
     // The reference run has no lower dtypes to assert on; the native run keeps the check.
-    if (is_metadata_assert_ && ctx.precision == Precision::Fp64) return;
+    if (is_metadata_assert_ && ctx.precision == Precision::Fp64) {
+      record(ctx, "skipped (asserts the native dtype)");
+      return;
+    }
     if (ctx.precision == Precision::Fp64 && ctx.not_comparable && (is_bitcast_ || touches_float8(node, g)))
       ctx.not_comparable->push_back(node.name);
     torch::jit::Stack stack;
@@ -105,7 +109,10 @@ class DispatcherKernel final : public Kernel {
         continue;
       }
       stack.push_back(convert(node.inputs[static_cast<size_t>(slots_[i])].arg, sa, f, g, ctx));
-      if (is_softmax_ && sa.name() == "half_to_float" && ctx.precision == Precision::Fp64) stack.back() = false;
+      if (is_softmax_ && sa.name() == "half_to_float" && ctx.precision == Precision::Fp64 && stack.back().toBool()) {
+        stack.back() = false;
+        record(ctx, "half_to_float=True -> False");
+      }
     }
     op_.callBoxed(stack);
     if (stack.size() != node.outputs.size() && !(node.outputs.empty() && stack.empty()))
@@ -164,7 +171,12 @@ class DispatcherKernel final : public Kernel {
       case K::String: return a.as<std::string>();
       case K::Strings: return c10::List<std::string>(a.as<std::vector<std::string>>());
       case K::Complex: return c10::complex<double>(a.as<std::complex<double>>().real(), a.as<std::complex<double>>().imag());
-      case K::ScalarType: return to_c10(reference_dtype(a.as<DType>(), ctx.precision));
+      case K::ScalarType: {
+        DType want = reference_dtype(a.as<DType>(), ctx.precision);
+        if (want != a.as<DType>())
+          record(ctx, fmt::format("{} {} -> {}", sa.name(), dtype_name(a.as<DType>()), dtype_name(want)));
+        return to_c10(want);
+      }
       case K::MemoryFormat: return to_c10(a.as<MemoryFormat>());
       case K::Layout: return to_c10(a.as<Layout>());
       case K::Device: {
@@ -175,6 +187,17 @@ class DispatcherKernel final : public Kernel {
         throw Error(Error::Kind::Unsupported, fmt::format("argument '{}' of kind {} cannot be passed to {}", sa.name(),
                                                           argument_kind_name(a.kind), op_.schema().name()));
     }
+  }
+
+  void record(const ExecContext& ctx, const std::string& what) const {
+    if (ctx.fixups) ctx.fixups->insert(fmt::format("{}: {}", short_name(), what));
+  }
+  /// "aten.to.dtype", as users see ops in graphs.
+  std::string short_name() const {
+    std::string name = op_.schema().name();
+    std::replace(name.begin(), name.end(), ':', '.');
+    name.erase(name.find(".."), 1);
+    return name + "." + (op_.schema().overload_name().empty() ? "default" : op_.schema().overload_name());
   }
 
   c10::OperatorHandle op_;

@@ -178,6 +178,8 @@ RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options)
   ExecContext ctx;
   ctx.precision = options.precision;
   ctx.not_comparable = &result.not_comparable;
+  std::set<std::string> fixups;
+  ctx.fixups = options.precision == Precision::Fp64 ? &fixups : nullptr;
   ctx.run_subgraph = [&](const Graph& sub, std::vector<c10::IValue> in) { return impl_->run_subgraph(sub, std::move(in), ctx); };
 
   Frame f;
@@ -208,6 +210,7 @@ RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options)
     f.values[static_cast<size_t>(ids.front())] = std::move(value);
   }
   result.outputs = impl_->run_graph(g, f, ctx, options, true);
+  result.fixups.assign(fixups.begin(), fixups.end());
   return result;
 }
 

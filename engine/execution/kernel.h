@@ -4,6 +4,7 @@
 #include <ATen/core/ivalue.h>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct ExecContext {
   Precision precision = Precision::Native;
   std::function<std::vector<c10::IValue>(const Graph&, std::vector<c10::IValue>)> run_subgraph;
   std::vector<std::string>* not_comparable = nullptr;
+  std::set<std::string>* fixups = nullptr;  ///< fp64 fix-ups applied, as "op: what" (deduplicated)
 };
 
 class Kernel {

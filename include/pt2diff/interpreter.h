@@ -43,6 +43,9 @@ struct RunResult {
   std::vector<c10::IValue> outputs;
   /// Nodes whose fp64 result is not comparable (bitcasts, float8, RNG); empty in native mode.
   std::vector<std::string> not_comparable;
+  /// The fp64 fix-ups this run applied, one per op and kind ("aten.to.dtype: dtype bfloat16 -> float64");
+  /// empty in native mode.
+  std::vector<std::string> fixups;
 };
 
 class Interpreter {

@@ -7,6 +7,7 @@
 #include <ATen/ops/ones.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/neg.h>
+#include <c10/core/DefaultDtype.h>
 #include <cstring>
 
 #include "../../test_support.h"
@@ -58,6 +59,58 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, NativeMode,
                                            "multi_output", "multi_output_core", "index_none", "index_none_core",
                                            "dynamic_batch", "dynamic_batch_core", "cond", "cond_core"),
                          [](const auto& info) { return info.param; });
+
+/// max|got - want| / max|want|: the fp64 run must match Python's fp64 run of the same graph to 1e-12
+/// of each output's scale. Both run the same float64 kernels, so most outputs are bit-identical;
+/// the bound leaves room for a different summation order in a float64 kernel, nothing more.
+::testing::AssertionResult close_fp64(const at::Tensor& got, const at::Tensor& want) {
+  if (got.scalar_type() != want.scalar_type())
+    return ::testing::AssertionFailure() << "dtype " << got.scalar_type() << " vs " << want.scalar_type();
+  if (got.sizes() != want.sizes()) return ::testing::AssertionFailure() << "shape " << got.sizes() << " vs " << want.sizes();
+  if (!at::isFloatingType(want.scalar_type())) return bit_equal(got, want);
+  double scale = want.numel() ? want.abs().max().item<double>() : 0.0;
+  double err = want.numel() ? at::sub(got, want).abs().max().item<double>() : 0.0;
+  if (err <= 1e-12 * std::max(scale, 1e-300)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "relative error " << err / scale;
+}
+
+class Fp64Mode : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Fp64Mode, MatchesPythonRunningTheGraphInFloat64) {
+  const std::string name = GetParam();
+  Program p = load_program(fixture(name + ".pt2"));
+  Interpreter interpreter(p);
+  BoundInputs in = bind_inputs(p, load_inputs(fixture(base_name(name) + "_inputs.pt")));
+  RunOptions fp64;
+  fp64.precision = Precision::Fp64;
+  RunResult r = interpreter.run(in, fp64);
+  UserInputs expected = load_inputs(fixture(name + "_fp64_expected.pt"));
+  ASSERT_EQ(r.outputs.size(), expected.args.size());
+  for (size_t i = 0; i < r.outputs.size(); ++i)
+    EXPECT_TRUE(close_fp64(r.outputs[i].toTensor(), std::get<at::Tensor>(expected.args[i]))) << name << " output " << i;
+  // The process-wide default dtype is restored after the reference run.
+  EXPECT_EQ(c10::get_default_dtype(), caffe2::TypeMeta::Make<float>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Fp64Mode,
+                         ::testing::Values("mlp", "mlp_core", "attention", "attention_core", "conv_bn_relu", "conv_bn_relu_core",
+                                           "ln_softmax_gelu", "ln_softmax_gelu_core", "bf16_block", "bf16_block_core",
+                                           "multi_output", "multi_output_core", "index_none", "index_none_core",
+                                           "dynamic_batch", "dynamic_batch_core", "cond", "cond_core"),
+                         [](const auto& info) { return info.param; });
+
+TEST(Interpreter, Fp64ModeReportsItsFixups) {
+  Program p = load_program(fixture("bf16_block.pt2"));
+  Interpreter interpreter(p);
+  RunOptions fp64;
+  fp64.precision = Precision::Fp64;
+  RunResult r = interpreter.run(bind_inputs(p, load_inputs(fixture("bf16_block_inputs.pt"))), fp64);
+  EXPECT_NE(std::find(r.fixups.begin(), r.fixups.end(), "aten.to.dtype: dtype bfloat16 -> float64"), r.fixups.end())
+      << ::testing::PrintToString(r.fixups);
+  EXPECT_NE(std::find(r.fixups.begin(), r.fixups.end(), "aten._assert_tensor_metadata.default: skipped (asserts the native dtype)"),
+            r.fixups.end()) << ::testing::PrintToString(r.fixups);
+  EXPECT_TRUE(interpreter.run(bind_inputs(p, load_inputs(fixture("bf16_block_inputs.pt")))).fixups.empty());
+}
 
 TEST(Interpreter, NamesUnsupportedOpsBeforeRunning) {
   Program p = load_program(fixture("python_only_ops.pt2"));
