@@ -42,7 +42,10 @@ if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split(
   say "creating $VENV with torch==$TORCH_VERSION"
   mkdir -p "$PT2DIFF_HOME"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy
+  "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy jsonschema
+elif ! "$VENV/bin/python" -c "import jsonschema" 2>/dev/null; then
+  say "adding jsonschema to $VENV (the tests validate JSON reports with it)"
+  "$VENV/bin/pip" install -q --disable-pip-version-check jsonschema
 fi
 
 # --- configure and build -------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 // engine/cli/main.cpp — pt2diff's entry point: parse, run one command, map errors to exit codes.
 //
-// Exit codes: 0 success; 2 a problem with the command line or the input files (one line on stderr
-// names it); 3 an internal error (a bug in pt2diff: please report it with the line printed).
+// `pt2diff GRAPH [INPUTS]` runs the main job (diff_command.cpp); subcommands do the rest.
+// Exit codes: 0 success (outputs agree); 1 outputs diverge; 2 a problem with the command line or the
+// input files (one line on stderr names it); 3 an internal error (a bug in pt2diff: please report it).
 #include <c10/util/Exception.h>
 #include <iostream>
 #include <vector>
@@ -12,7 +13,9 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"pt2diff: find where a compiled PyTorch 2 graph stops agreeing with the truth"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
+  auto main_job = pt2diff::cli::make_diff_command();
+  main_job->add_to(app);
   app.set_version_flag("--version", "pt2diff 0.1.0");
 
   struct Entry {
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, command] : parsed)
       if (sub->parsed()) return command->run();
+    return main_job->run();
   } catch (const pt2diff::Error& e) {
     std::cerr << "pt2diff: " << e.what() << "\n";
     return e.exit_code();

@@ -6,6 +6,7 @@
 #include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <set>
 #include <unordered_map>
 
 #include "engine/execution/kernel.h"
@@ -144,6 +145,9 @@ struct Interpreter::Impl {
     return outputs;
   }
 
+  /// A kernel context for one run; subgraphs run with the same precision and bookkeeping.
+  ExecContext context(Precision precision, RunResult& result, std::set<std::string>& fixups) const;
+
   std::vector<c10::IValue> run_subgraph(const Graph& g, std::vector<c10::IValue> inputs, const ExecContext& ctx) const {
     Frame f;
     f.values.resize(g.values().size());
@@ -169,19 +173,12 @@ Interpreter::Interpreter(const Program& program) : impl_(std::make_unique<Impl>(
 
 Interpreter::~Interpreter() = default;
 
-RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options) const {
-  c10::InferenceMode inference;
-  DefaultDtypeGuard default_dtype(options.precision);
-  const Program& p = impl_->program;
-  const Graph& g = p.ir.graph;
-  RunResult result;
-  ExecContext ctx;
-  ctx.precision = options.precision;
-  ctx.not_comparable = &result.not_comparable;
-  std::set<std::string> fixups;
-  ctx.fixups = options.precision == Precision::Fp64 ? &fixups : nullptr;
-  ctx.run_subgraph = [&](const Graph& sub, std::vector<c10::IValue> in) { return impl_->run_subgraph(sub, std::move(in), ctx); };
+namespace {
 
+/// Sets a run's graph inputs: weights from the program, user inputs from the binding; floating
+/// tensors upcast for the reference run.
+Frame input_frame(const Program& p, const BoundInputs& inputs, Precision precision) {
+  const Graph& g = p.ir.graph;
   Frame f;
   f.values.resize(g.values().size());
   std::unordered_map<size_t, const InputValue*> user;  // spec index → bound value
@@ -206,11 +203,100 @@ RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options)
         throw Error(Error::Kind::Unsupported, fmt::format("graph input '{}' is a {}: pt2diff cannot provide it",
                                                           g.value(ids.front()).name, input_kind_name(spec.kind)));
     }
-    if (options.precision == Precision::Fp64 && value.isTensor()) value = to_reference(value.toTensor());
+    if (precision == Precision::Fp64 && value.isTensor()) value = to_reference(value.toTensor());
     f.values[static_cast<size_t>(ids.front())] = std::move(value);
   }
-  result.outputs = impl_->run_graph(g, f, ctx, options, true);
+  return f;
+}
+
+}  // namespace
+
+ExecContext Interpreter::Impl::context(Precision precision, RunResult& result, std::set<std::string>& fixups) const {
+  ExecContext ctx;
+  ctx.precision = precision;
+  ctx.not_comparable = &result.not_comparable;
+  ctx.fixups = precision == Precision::Fp64 ? &fixups : nullptr;
+  const Impl* self = this;
+  ctx.run_subgraph = [self, precision, &result, &fixups](const Graph& sub, std::vector<c10::IValue> in) {
+    return self->run_subgraph(sub, std::move(in), self->context(precision, result, fixups));
+  };
+  return ctx;
+}
+
+RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options) const {
+  c10::InferenceMode inference;
+  DefaultDtypeGuard default_dtype(options.precision);
+  RunResult result;
+  std::set<std::string> fixups;
+  ExecContext ctx = impl_->context(options.precision, result, fixups);
+  Frame f = input_frame(impl_->program, inputs, options.precision);
+  result.outputs = impl_->run_graph(impl_->program.ir.graph, f, ctx, options, true);
   result.fixups.assign(fixups.begin(), fixups.end());
+  return result;
+}
+
+LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::function<void(const NodeStep&)>& on_node) const {
+  c10::InferenceMode inference;
+  const Program& p = impl_->program;
+  const Graph& g = p.ir.graph;
+  const GraphPlan& plan = impl_->plans.at(&g);
+  LockstepResult result;
+  std::set<std::string> native_fixups, fp64_fixups;
+  ExecContext native_ctx = impl_->context(Precision::Native, result.native, native_fixups);
+  ExecContext fp64_ctx = impl_->context(Precision::Fp64, result.fp64, fp64_fixups);
+  Frame native = input_frame(p, inputs, Precision::Native);
+  Frame fp64 = input_frame(p, inputs, Precision::Fp64);
+  Frame scratch;
+  scratch.values.resize(g.values().size());
+  std::vector<c10::IValue> native_out, fp64_out, local_out;
+  for (const Node& n : g.nodes()) {
+    const Kernel& kernel = *plan.kernels[static_cast<size_t>(n.id)];
+    auto guarded = [&](Precision precision, auto&& body) {
+      DefaultDtypeGuard default_dtype(precision);
+      try {
+        body();
+      } catch (const Error&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw Error(Error::Kind::Unsupported,
+                    fmt::format("{} failed in the {} run: {}", where(n), precision_name(precision), first_line(e.what())));
+      }
+    };
+    guarded(Precision::Native, [&] { kernel.run(n, g, native, native_ctx); });
+    guarded(Precision::Fp64, [&] { kernel.run(n, g, fp64, fp64_ctx); });
+    // Local: the node alone in native dtypes, fed the reference values rounded to native dtypes.
+    const std::vector<ValueId> ins = n.input_values(), outs = n.output_values();
+    for (ValueId v : ins) {
+      const c10::IValue& ref = fp64.values[static_cast<size_t>(v)];
+      const c10::IValue& nat = native.values[static_cast<size_t>(v)];
+      scratch.values[static_cast<size_t>(v)] =
+          ref.isTensor() && nat.isTensor() ? c10::IValue(ref.toTensor().to(nat.toTensor().scalar_type())) : ref;
+    }
+    guarded(Precision::Native, [&] { kernel.run(n, g, scratch, native_ctx); });
+    native_out.clear();
+    fp64_out.clear();
+    local_out.clear();
+    for (ValueId v : outs) {
+      native_out.push_back(native.values[static_cast<size_t>(v)]);
+      fp64_out.push_back(fp64.values[static_cast<size_t>(v)]);
+      local_out.push_back(std::move(scratch.values[static_cast<size_t>(v)]));
+      scratch.values[static_cast<size_t>(v)] = c10::IValue();
+    }
+    for (ValueId v : ins) scratch.values[static_cast<size_t>(v)] = c10::IValue();
+    {
+      DefaultDtypeGuard default_dtype(Precision::Native);
+      on_node(NodeStep{n, native_out, fp64_out, local_out});
+    }
+    for (ValueId v : plan.last_use.dies_after[static_cast<size_t>(n.id)]) {
+      native.values[static_cast<size_t>(v)] = c10::IValue();
+      fp64.values[static_cast<size_t>(v)] = c10::IValue();
+    }
+  }
+  for (const Argument& a : g.outputs()) {
+    result.native.outputs.push_back(impl_->output_value(a, native, g));
+    result.fp64.outputs.push_back(impl_->output_value(a, fp64, g));
+  }
+  result.fp64.fixups.assign(fp64_fixups.begin(), fp64_fixups.end());
   return result;
 }
 

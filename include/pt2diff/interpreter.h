@@ -48,6 +48,21 @@ struct RunResult {
   std::vector<std::string> fixups;
 };
 
+/// One node of a lockstep run: its outputs in the three runs that per-node errors need, each in
+/// Node::output_values() order.
+struct NodeStep {
+  const Node& node;
+  const std::vector<c10::IValue>& native;  ///< propagated: the native run from the graph inputs
+  const std::vector<c10::IValue>& fp64;    ///< the fp64 reference run
+  const std::vector<c10::IValue>& local;   ///< the node alone, in native dtypes, fed the fp64 values of its
+                                           ///< inputs rounded to their native dtypes
+};
+
+struct LockstepResult {
+  RunResult native;
+  RunResult fp64;
+};
+
 class Interpreter {
  public:
   /// Plans every node (subgraphs included). Throws pt2diff::Error(Unsupported) listing every op the
@@ -59,6 +74,11 @@ class Interpreter {
 
   /// Runs the whole graph. Throws pt2diff::Error naming the node (op, source line) if an op fails.
   RunResult run(const BoundInputs& inputs, const RunOptions& options = {}) const;
+
+  /// Runs native and fp64 side by side, node by node, plus every node's local run, calling
+  /// `on_node` after each top-level node. Values are freed after their last use in both runs, so
+  /// memory stays that of two runs, however long the graph.
+  LockstepResult run_lockstep(const BoundInputs& inputs, const std::function<void(const NodeStep&)>& on_node) const;
 
  private:
   struct Impl;

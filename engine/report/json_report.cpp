@@ -1,0 +1,66 @@
+// engine/report/json_report.cpp — the report as JSON (docs/report.schema.json).
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "pt2diff/diff.h"
+
+namespace pt2diff {
+
+namespace {
+using nlohmann::json;
+
+/// JSON has no infinities or NaN: they are written as strings, like torch.export's own JSON.
+json number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return v;
+}
+
+json metrics(const Metrics& m) {
+  return {{"exact_kind", m.exact_kind}, {"numel", m.numel}, {"max_abs", number(m.max_abs)}, {"max_rel", number(m.max_rel)},
+          {"rmse", number(m.rmse)}, {"max_ulp", number(m.max_ulp)}, {"cosine", number(m.cosine)}, {"nan", m.nan}, {"inf", m.inf},
+          {"mismatches", m.mismatches}, {"worst_index", m.worst_index}, {"worst_value", number(m.worst_value)},
+          {"worst_reference", number(m.worst_reference)}};
+}
+}  // namespace
+
+std::string to_json(const DiffResult& r) {
+  json nodes = json::array();
+  for (const NodeError& n : r.nodes) {
+    json values = json::array();
+    for (const ValueError& v : n.values) {
+      json jv = {{"name", v.name}, {"dtype", v.dtype}, {"shape", v.shape}, {"compared", v.compared}};
+      if (v.compared) {
+        jv["local"] = metrics(v.local);
+        jv["propagated"] = metrics(v.propagated);
+      }
+      values.push_back(jv);
+    }
+    nodes.push_back({{"name", n.name}, {"op", n.target}, {"source", n.source}, {"module_path", n.module_path},
+                     {"local_ulp", number(n.local_ulp)}, {"values", values}});
+  }
+  json ranking = json::array();
+  for (size_t i : r.ranking) ranking.push_back(r.nodes[i].name);
+  json outputs = json::array();
+  for (const OutputVerdict& o : r.outputs)
+    outputs.push_back({{"name", o.name}, {"role", o.role}, {"pass", o.verdict.pass}, {"reason", o.verdict.reason},
+                       {"detail", o.verdict.detail}, {"compiled_to_fp64", metrics(o.compiled_to_fp64)},
+                       {"eager_to_fp64", metrics(o.eager_to_fp64)}});
+  json j = {{"schema_version", 1},
+            {"graph", r.graph},
+            {"inputs", r.inputs},
+            {"compiled", r.compiled},
+            {"tolerance", {{"tol", r.rule.tol}, {"fp32_multiplier", r.rule.fp32_multiplier},
+                           {"low_precision_multiplier", r.rule.low_precision_multiplier},
+                           {"small_tensor_multipliers", r.rule.small_tensor_multipliers}}},
+            {"verdict", r.diverged ? "diverged" : "agree"},
+            {"outputs", outputs},
+            {"ranking", ranking},
+            {"nodes", nodes},
+            {"fp64_fixups", r.fixups},
+            {"not_comparable", r.not_comparable},
+            {"seconds", r.seconds}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace pt2diff

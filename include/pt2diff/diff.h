@@ -1,0 +1,78 @@
+// pt2diff/diff.h — the main job: run a program three ways and say where and how much they disagree.
+//
+//   pt2diff::Program program = pt2diff::load_program("graph.pt2");
+//   pt2diff::BoundInputs in = pt2diff::bind_inputs(program, pt2diff::load_inputs("inputs.pt"));
+//   pt2diff::DiffResult r = pt2diff::diff(program, in, {});
+//   for (const auto& out : r.outputs) std::cout << out.name << ": " << out.verdict.reason << "\n";
+//   std::cout << pt2diff::to_text(r);   // or to_json(r): docs/report.schema.json
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pt2diff/compare.h"
+#include "pt2diff/inputs.h"
+#include "pt2diff/program.h"
+
+namespace pt2diff {
+
+struct DiffOptions {
+  /// The compiled side. Today "eager" (the interpreter in native dtypes: the noise floor); real
+  /// compilers (Inductor, AOTI, external) plug in here with the backend interface.
+  std::string compiled = "eager";
+  ToleranceRule rule;
+  /// How many nodes the ranking of introduced error lists.
+  size_t top = 10;
+};
+
+/// One value a node defines, against the fp64 reference.
+struct ValueError {
+  std::string name;
+  std::string dtype;       ///< native dtype ("bfloat16")
+  std::string shape;       ///< "[8, 64]"
+  Metrics propagated;      ///< native run from the graph inputs vs fp64
+  Metrics local;           ///< the node alone on fp64 inputs rounded to native dtypes vs fp64
+  bool compared = true;    ///< false for non-tensor values and values fp64 cannot reproduce
+};
+
+struct NodeError {
+  std::string name;
+  std::string target;       ///< "aten.mm.default"
+  std::string source;       ///< user frame: "model.py:39 in forward: h = self.lin(x)"
+  std::string module_path;  ///< "encoder.layers.0.attn"
+  std::vector<ValueError> values;
+  /// The node's worst local error in ULPs of its working precision (the coarsest floating dtype
+  /// among its inputs and outputs): what the ranking uses.
+  double local_ulp = 0;
+};
+
+struct OutputVerdict {
+  std::string name;
+  std::string role;      ///< "user_output", "buffer_mutation of running_mean", ...
+  Verdict verdict;       ///< compiled vs eager, fp64 as referee
+  Metrics compiled_to_fp64;
+  Metrics eager_to_fp64;
+};
+
+struct DiffResult {
+  std::string graph;
+  std::string inputs;      ///< where the inputs came from
+  std::string compiled;    ///< the backend that played "compiled"
+  ToleranceRule rule;
+  std::vector<NodeError> nodes;       ///< topological order
+  std::vector<size_t> ranking;        ///< indexes into `nodes`, most local error first (at most DiffOptions::top)
+  std::vector<OutputVerdict> outputs;
+  std::vector<std::string> fixups;    ///< fp64 fix-ups applied ("aten.to.dtype: dtype bfloat16 -> float64")
+  std::vector<std::string> not_comparable;
+  bool diverged = false;              ///< some output failed the rule
+  double seconds = 0;
+};
+
+/// Runs the three ways and compares. Throws pt2diff::Error for inputs or graphs it cannot run.
+DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options);
+/// The readable report.
+std::string to_text(const DiffResult& result);
+/// The report as JSON (docs/report.schema.json).
+std::string to_json(const DiffResult& result);
+
+}  // namespace pt2diff

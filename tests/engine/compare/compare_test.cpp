@@ -1,0 +1,127 @@
+// tests/engine/compare/compare_test.cpp — metrics and the verdict rule on hand-made tensors.
+#include <gtest/gtest.h>
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/linspace.h>
+#include <ATen/ops/tensor.h>
+#include <limits>
+
+#include "pt2diff/compare.h"
+
+namespace pt2diff {
+namespace {
+
+at::Tensor doubles(std::vector<double> v) { return at::tensor(v, at::kDouble); }
+
+TEST(Metrics, RoundingToBf16IsAtMostHalfAnUlp) {
+  at::Tensor ref = at::linspace(-3.0, 7.0, 1001, at::kDouble);
+  Metrics m = measure(ref.to(at::kBFloat16), ref);
+  EXPECT_LE(m.max_ulp, 0.5);
+  EXPECT_GT(m.max_ulp, 0.3);
+  EXPECT_LE(m.max_rel, std::ldexp(1.0, -8));  // bf16 unit roundoff
+  EXPECT_GT(m.cosine, 0.99999);
+  EXPECT_EQ(m.nan, 0);
+}
+
+TEST(Metrics, FindsTheWorstElementAndItsIndex) {
+  at::Tensor ref = at::full({2, 3}, 1.0, at::kDouble);
+  at::Tensor x = ref.clone();
+  x.data_ptr<double>()[1 * 3 + 2] = 1.5;
+  Metrics m = measure(x, ref);
+  EXPECT_EQ(m.worst_index, (std::vector<int64_t>{1, 2}));
+  EXPECT_DOUBLE_EQ(m.max_abs, 0.5);
+  EXPECT_DOUBLE_EQ(m.max_rel, 0.5);
+  EXPECT_DOUBLE_EQ(m.rmse, std::sqrt(0.25 / 6));
+  EXPECT_EQ(m.mismatches, 1);
+  // 0.5 at 1.0 in float64 ulps: 0.5 / 2^-52.
+  EXPECT_DOUBLE_EQ(m.max_ulp, 0.5 / std::ldexp(1.0, -52));
+  EXPECT_DOUBLE_EQ(measure(x, ref, at::kFloat).max_ulp, 0.5 / std::ldexp(1.0, -23));
+}
+
+TEST(Metrics, CountsNonFiniteValuesAndTreatsNaNAsWorst) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  Metrics m = measure(doubles({1, nan, inf, 4}), doubles({1, 2, inf, 4.5}));
+  EXPECT_EQ(m.nan, 1);
+  EXPECT_EQ(m.inf, 1);
+  EXPECT_EQ(m.worst_index, std::vector<int64_t>{1});
+  EXPECT_TRUE(std::isinf(m.max_abs));
+  EXPECT_EQ(m.mismatches, 2);
+}
+
+TEST(Metrics, IntegersCountMismatchesOnly) {
+  Metrics m = measure(at::tensor({1, 2, 3}, at::kLong), at::tensor({1, 5, 3}, at::kLong));
+  EXPECT_TRUE(m.exact_kind);
+  EXPECT_EQ(m.mismatches, 1);
+  EXPECT_EQ(m.worst_index, std::vector<int64_t>{1});
+}
+
+TEST(Verdict, AllcloseToEagerPasses) {
+  at::Tensor eager = at::linspace(0.0, 1.0, 100, at::kFloat);
+  Verdict v = judge(eager + 1e-5, eager, eager.to(at::kDouble), ToleranceRule{});
+  EXPECT_TRUE(v.pass);
+  EXPECT_EQ(v.reason, "allclose");
+}
+
+TEST(Verdict, RmseAgainstFp64DecidesWhenNotAllclose) {
+  at::Tensor fp64 = at::linspace(0.0, 10.0, 2000, at::kDouble);
+  at::Tensor eager = (fp64 + 0.01).to(at::kFloat);  // eager is off by 0.01: its own noise floor
+  ToleranceRule rule;
+  Verdict closer = judge((fp64 + 0.005).to(at::kFloat), eager, fp64, rule);
+  EXPECT_TRUE(closer.pass) << closer.detail;  // closer to fp64 than eager: fine
+  EXPECT_EQ(closer.reason, "rmse_within_bound");
+  Verdict worse = judge((fp64 - 0.05).to(at::kFloat), eager, fp64, rule);
+  EXPECT_FALSE(worse.pass) << worse.detail;
+  EXPECT_EQ(worse.reason, "rmse_exceeds_bound");
+  EXPECT_DOUBLE_EQ(worse.multiplier, 2);  // fp32, numel >= 1000
+  EXPECT_NEAR(worse.bound, 2 * 0.01 + 1e-4, 1e-6);
+}
+
+TEST(Verdict, NoFp64FailsLoudlyInsteadOfPassing) {
+  at::Tensor eager = at::linspace(0.0, 1.0, 100, at::kFloat);
+  Verdict v = judge(eager + 0.5, eager, at::Tensor(), ToleranceRule{});
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.reason, "fp64_unavailable");
+}
+
+TEST(Verdict, NaNWhereFp64IsFiniteFails) {
+  at::Tensor fp64 = at::linspace(0.0, 1.0, 100, at::kDouble);
+  at::Tensor eager = fp64.to(at::kFloat);
+  at::Tensor result = eager.clone();
+  result.data_ptr<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  Verdict v = judge(result, eager, fp64, ToleranceRule{});
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.reason, "nan_where_fp64_finite");
+}
+
+TEST(Verdict, EagerNaNIsForgivenWhenResultAgreesWithFp64) {
+  at::Tensor fp64 = at::linspace(1.0, 2.0, 100, at::kDouble);
+  at::Tensor eager = fp64.to(at::kFloat);
+  eager.data_ptr<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+  Verdict v = judge(fp64.to(at::kFloat), eager, fp64, ToleranceRule{});
+  EXPECT_TRUE(v.pass);
+  EXPECT_EQ(v.reason, "eager_nan_fp64_agrees");
+}
+
+TEST(Verdict, IntegerOutputsMustMatchExactly) {
+  at::Tensor a = at::tensor({1, 2, 3}, at::kLong);
+  EXPECT_EQ(judge(a, a, at::Tensor(), ToleranceRule{}).reason, "exact_match");
+  Verdict v = judge(at::tensor({1, 2, 4}, at::kLong), a, at::Tensor(), ToleranceRule{});
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.reason, "exact_mismatch");
+}
+
+TEST(Verdict, LowPrecisionAndSmallTensorsGetTheLargerMultiplier) {
+  at::Tensor fp64 = at::linspace(0.0, 10.0, 2000, at::kDouble);
+  at::Tensor eager = (fp64 + 0.01).to(at::kBFloat16);
+  Verdict v = judge((fp64 - 0.05).to(at::kBFloat16), eager, fp64, ToleranceRule{});
+  EXPECT_DOUBLE_EQ(v.multiplier, 3);
+  ToleranceRule opt_in;
+  opt_in.small_tensor_multipliers = true;
+  at::Tensor small = at::linspace(0.0, 1.0, 8, at::kDouble);
+  Verdict s = judge((small + 0.5).to(at::kFloat), (small + 0.01).to(at::kFloat), small, opt_in);
+  EXPECT_DOUBLE_EQ(s.multiplier, 10);
+}
+
+}  // namespace
+}  // namespace pt2diff
