@@ -4,13 +4,18 @@
 //
 //   pt2diff::Program program = pt2diff::load_program("graph.pt2");      // torch.export.save archive
 //   pt2diff::BoundInputs in = pt2diff::bind_inputs(program, pt2diff::load_inputs("inputs.pt"));
-//   std::cout << pt2diff::to_text(pt2diff::inspect(program));
+//   pt2diff::DiffResult r = pt2diff::diff(program, in, {});              // native vs fp64, per node
+//   std::cout << pt2diff::to_text(r);
+//   if (r.diverged) return 1;
 //
 // Everything throws pt2diff::Error (one line, naming the file/node/input) on bad input.
 #pragma once
 
+#include "pt2diff/compare.h"
+#include "pt2diff/diff.h"
 #include "pt2diff/error.h"
 #include "pt2diff/graph.h"
 #include "pt2diff/inputs.h"
 #include "pt2diff/inspect.h"
+#include "pt2diff/interpreter.h"
 #include "pt2diff/program.h"
