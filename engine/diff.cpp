@@ -117,8 +117,11 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
     const bool fp64_ok = fp64.isTensor() && !uncomparable_values.count(ov.name);
     ov.verdict = judge(compiled[i].toTensor(), eager.toTensor(), fp64_ok ? fp64.toTensor() : at::Tensor(), options.rule);
     if (fp64_ok) {
-      ov.compiled_to_fp64 = measure(compiled[i].toTensor(), fp64.toTensor());
-      ov.eager_to_fp64 = measure(eager.toTensor(), fp64.toTensor());
+      // ULPs in the producing node's working precision, like the per-node table.
+      NodeId producer = values.empty() ? kGraphInput : g.value(values.front()).producer;
+      auto ulp_dtype = producer == kGraphInput ? std::nullopt : working_dtype(g, g.node(producer));
+      ov.compiled_to_fp64 = measure(compiled[i].toTensor(), fp64.toTensor(), ulp_dtype);
+      ov.eager_to_fp64 = measure(eager.toTensor(), fp64.toTensor(), ulp_dtype);
     }
     r.diverged = r.diverged || !ov.verdict.pass;
     r.outputs.push_back(std::move(ov));

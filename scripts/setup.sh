@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up pt2diff on a Debian machine (as root) and builds it; idempotent and fast when nothing changed.
 #
-#   scripts/setup.sh            install what is missing, build the CLI, run `pt2diff inspect` on a fixture
+#   scripts/setup.sh            install what is missing, build the CLI, run `pt2diff inspect` and the main job on a fixture
 #   scripts/setup.sh --no-run   the same without the demo run (used by scripts/test.sh)
 #
 # The venv (torch==2.13.0) and the ccache directory live outside the clone, in $PT2DIFF_HOME
@@ -57,6 +57,8 @@ say "building pt2diff"
 cmake --build "$BUILD" --target pt2diff_cli
 
 if ((RUN_DEMO)); then
-  say "pt2diff inspect fixtures/mlp.pt2 fixtures/mlp_inputs.pt"
-  "$BUILD/pt2diff" inspect "$ROOT/fixtures/mlp.pt2" "$ROOT/fixtures/mlp_inputs.pt"
+  say "pt2diff inspect fixtures/bf16_block.pt2 fixtures/bf16_block_inputs.pt"
+  "$BUILD/pt2diff" inspect "$ROOT/fixtures/bf16_block.pt2" "$ROOT/fixtures/bf16_block_inputs.pt"
+  say "pt2diff fixtures/bf16_block.pt2 fixtures/bf16_block_inputs.pt   (the main job)"
+  "$BUILD/pt2diff" "$ROOT/fixtures/bf16_block.pt2" "$ROOT/fixtures/bf16_block_inputs.pt"
 fi
