@@ -1,4 +1,5 @@
 // engine/execution/higher_order_kernels.cpp — higher-order ops run by interpreting their subgraphs.
+#include <ATen/ops/stack.h>
 #include <fmt/format.h>
 
 #include "engine/execution/kernel.h"
@@ -80,11 +81,38 @@ class WhileLoopKernel final : public Kernel {
   }
 };
 
+/// map_impl(body_graph, xs, additional_inputs): body on every row of xs, results stacked.
+class MapKernel final : public Kernel {
+ public:
+  void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
+    const auto subs = node.subgraphs();
+    if (node.inputs.size() < 3 || subs.size() != 1)
+      throw Error(Error::Kind::BadArchive, fmt::format("node '{}': map needs a body, mapped inputs and extra inputs", node.name));
+    const std::vector<c10::IValue> xs = operands(node.inputs[1].arg, f, g);
+    const std::vector<c10::IValue> extra = operands(node.inputs[2].arg, f, g);
+    if (xs.empty()) throw Error(Error::Kind::BadArchive, fmt::format("node '{}': map over no inputs", node.name));
+    const int64_t rows = xs.front().toTensor().size(0);
+    std::vector<std::vector<at::Tensor>> per_output;
+    for (int64_t i = 0; i < rows; ++i) {
+      std::vector<c10::IValue> args;
+      for (const c10::IValue& x : xs) args.push_back(x.toTensor().select(0, i));
+      args.insert(args.end(), extra.begin(), extra.end());
+      std::vector<c10::IValue> outs = ctx.run_subgraph(*subs[0]->graph, std::move(args));
+      per_output.resize(outs.size());
+      for (size_t k = 0; k < outs.size(); ++k) per_output[k].push_back(outs[k].toTensor());
+    }
+    std::vector<c10::IValue> stacked;
+    for (const auto& parts : per_output) stacked.push_back(at::stack(parts));
+    store_all(node, std::move(stacked), f);
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<Kernel> make_higher_order_kernel(const Node& node, std::string& why) {
   if (node.target == "torch.ops.higher_order.cond") return std::make_unique<CondKernel>();
   if (node.target == "torch.ops.higher_order.while_loop") return std::make_unique<WhileLoopKernel>();
+  if (node.target == "torch.ops.higher_order.map_impl") return std::make_unique<MapKernel>();
   why = "a higher-order op pt2diff has no handler for yet";
   return nullptr;
 }
