@@ -90,6 +90,7 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
   });
   r.fixups = runs.fp64.fixups;
   r.not_comparable = runs.fp64.not_comparable;
+  r.random_nodes = runs.native.random_nodes;
   // Bitcasts and float8 have no fp64 meaning: their values are shown, never scored.
   std::set<std::string> uncomparable_values;
   for (NodeError& ne : r.nodes) {

@@ -86,7 +86,10 @@ class DispatcherKernel final : public Kernel {
     is_softmax_ = name == "aten::_softmax" || name == "aten::_log_softmax";
     is_metadata_assert_ = name == "aten::_assert_tensor_metadata";
     is_bitcast_ = name == "aten::view" && schema.overload_name() == "dtype";
+    is_random_ = op_.hasTag(at::Tag::nondeterministic_seeded);
   }
+
+  bool is_random() const override { return is_random_; }
 
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
     const auto& schema = op_.schema();
@@ -205,6 +208,7 @@ class DispatcherKernel final : public Kernel {
   bool is_softmax_ = false;
   bool is_metadata_assert_ = false;
   bool is_bitcast_ = false;
+  bool is_random_ = false;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 // freeing each value after its last use (nativert's SerialGraphExecutor, plus subgraphs).
 #include "pt2diff/interpreter.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
@@ -262,8 +263,22 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
                     fmt::format("{} failed in the {} run: {}", where(n), precision_name(precision), first_line(e.what())));
       }
     };
+    // A random node's three runs start from the same generator state; afterwards the generator is
+    // where the native run left it, so the native stream is exactly that of a plain native run.
+    const bool random = kernel.is_random();
+    at::Tensor rng_before, rng_after;
+    const at::Generator& rng = at::detail::getDefaultCPUGenerator();
+    if (random) {
+      result.native.random_nodes.push_back(n.name);
+      rng_before = rng.get_state();
+    }
     guarded(Precision::Native, [&] { kernel.run(n, g, native, native_ctx); });
+    if (random) {
+      rng_after = rng.get_state();
+      const_cast<at::Generator&>(rng).set_state(rng_before);
+    }
     guarded(Precision::Fp64, [&] { kernel.run(n, g, fp64, fp64_ctx); });
+    if (random) const_cast<at::Generator&>(rng).set_state(rng_before);
     // Local: the node alone in native dtypes, fed the reference values rounded to native dtypes.
     const std::vector<ValueId> ins = n.input_values(), outs = n.output_values();
     for (ValueId v : ins) {
@@ -273,6 +288,7 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
           ref.isTensor() && nat.isTensor() ? c10::IValue(ref.toTensor().to(nat.toTensor().scalar_type())) : ref;
     }
     guarded(Precision::Native, [&] { kernel.run(n, g, scratch, native_ctx); });
+    if (random) const_cast<at::Generator&>(rng).set_state(rng_after);
     native_out.clear();
     fp64_out.clear();
     local_out.clear();

@@ -31,6 +31,9 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual void run(const Node& node, const Graph& graph, Frame& frame, const ExecContext& ctx) const = 0;
+  /// Draws from the global random generator (dropout, rand*, bernoulli): runs of such a node must
+  /// start from the same generator state to be comparable.
+  virtual bool is_random() const { return false; }
 };
 
 /// Chooses the kernel for `node`, or returns nullptr and sets `why` when nothing can run it.

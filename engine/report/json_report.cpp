@@ -59,6 +59,7 @@ std::string to_json(const DiffResult& r) {
             {"nodes", nodes},
             {"fp64_fixups", r.fixups},
             {"not_comparable", r.not_comparable},
+            {"random_nodes", r.random_nodes},
             {"seconds", r.seconds}};
   return j.dump(2) + "\n";
 }

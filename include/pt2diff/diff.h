@@ -64,6 +64,7 @@ struct DiffResult {
   std::vector<OutputVerdict> outputs;
   std::vector<std::string> fixups;    ///< fp64 fix-ups applied ("aten.to.dtype: dtype bfloat16 -> float64")
   std::vector<std::string> not_comparable;
+  std::vector<std::string> random_nodes;  ///< nodes drawing random numbers (same stream in every run)
   bool diverged = false;              ///< some output failed the rule
   double seconds = 0;
 };

@@ -43,6 +43,10 @@ struct RunResult {
   std::vector<c10::IValue> outputs;
   /// Nodes whose fp64 result is not comparable (bitcasts, float8, RNG); empty in native mode.
   std::vector<std::string> not_comparable;
+  /// Nodes that draw random numbers. In run_lockstep() their native, fp64 and local runs start from
+  /// the same generator state, so they draw the same stream (seed with at::manual_seed to reproduce
+  /// Python's numbers).
+  std::vector<std::string> random_nodes;
   /// The fp64 fix-ups this run applied, one per op and kind ("aten.to.dtype: dtype bfloat16 -> float64");
   /// empty in native mode.
   std::vector<std::string> fixups;

@@ -36,7 +36,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, InspectEveryFixture,
                          ::testing::Values("mlp", "mlp_core", "attention", "attention_core", "conv_bn_relu", "conv_bn_relu_core",
                                            "ln_softmax_gelu", "ln_softmax_gelu_core", "bf16_block", "bf16_block_core",
                                            "multi_output", "multi_output_core", "index_none", "index_none_core",
-                                           "dynamic_batch", "dynamic_batch_core", "cond", "cond_core", "loop_map", "loop_map_core"),
+                                           "dynamic_batch", "dynamic_batch_core", "cond", "cond_core", "loop_map", "loop_map_core", "dropout", "dropout_core"),
                          [](const auto& info) { return info.param; });
 
 TEST(InspectCli, ShowsWhatAUserNeedsForTheMlp) {

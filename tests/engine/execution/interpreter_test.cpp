@@ -3,6 +3,7 @@
 // named before anything runs.
 #include <gtest/gtest.h>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/sub.h>
@@ -43,6 +44,7 @@ TEST_P(NativeMode, IsBitExactAgainstPythonEager) {
   Program p = load_program(fixture(name + ".pt2"));
   Interpreter interpreter(p);
   BoundInputs in = bind_inputs(p, load_inputs(fixture(base_name(name) + "_inputs.pt")));
+  at::manual_seed(1234);  // as make_fixtures.py seeds before every expected run (dropout)
   RunResult r = interpreter.run(in);
   UserInputs expected = load_inputs(fixture(name + "_expected.pt"));
   ASSERT_EQ(r.outputs.size(), expected.args.size());
@@ -57,7 +59,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, NativeMode,
                          ::testing::Values("mlp", "mlp_core", "attention", "attention_core", "conv_bn_relu", "conv_bn_relu_core",
                                            "ln_softmax_gelu", "ln_softmax_gelu_core", "bf16_block", "bf16_block_core",
                                            "multi_output", "multi_output_core", "index_none", "index_none_core",
-                                           "dynamic_batch", "dynamic_batch_core", "cond", "cond_core", "loop_map", "loop_map_core"),
+                                           "dynamic_batch", "dynamic_batch_core", "cond", "cond_core", "loop_map", "loop_map_core", "dropout", "dropout_core"),
                          [](const auto& info) { return info.param; });
 
 /// max|got - want| / max|want|: the fp64 run must match Python's fp64 run of the same graph to 1e-12
@@ -83,6 +85,7 @@ TEST_P(Fp64Mode, MatchesPythonRunningTheGraphInFloat64) {
   BoundInputs in = bind_inputs(p, load_inputs(fixture(base_name(name) + "_inputs.pt")));
   RunOptions fp64;
   fp64.precision = Precision::Fp64;
+  at::manual_seed(1234);
   RunResult r = interpreter.run(in, fp64);
   UserInputs expected = load_inputs(fixture(name + "_fp64_expected.pt"));
   ASSERT_EQ(r.outputs.size(), expected.args.size());
@@ -96,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Fp64Mode,
                          ::testing::Values("mlp", "mlp_core", "attention", "attention_core", "conv_bn_relu", "conv_bn_relu_core",
                                            "ln_softmax_gelu", "ln_softmax_gelu_core", "bf16_block", "bf16_block_core",
                                            "multi_output", "multi_output_core", "index_none", "index_none_core",
-                                           "dynamic_batch", "dynamic_batch_core", "cond", "cond_core", "loop_map", "loop_map_core"),
+                                           "dynamic_batch", "dynamic_batch_core", "cond", "cond_core", "loop_map", "loop_map_core", "dropout", "dropout_core"),
                          [](const auto& info) { return info.param; });
 
 TEST(Interpreter, Fp64ModeReportsItsFixups) {
@@ -110,6 +113,31 @@ TEST(Interpreter, Fp64ModeReportsItsFixups) {
   EXPECT_NE(std::find(r.fixups.begin(), r.fixups.end(), "aten._assert_tensor_metadata.default: skipped (asserts the native dtype)"),
             r.fixups.end()) << ::testing::PrintToString(r.fixups);
   EXPECT_TRUE(interpreter.run(bind_inputs(p, load_inputs(fixture("bf16_block_inputs.pt")))).fixups.empty());
+}
+
+TEST(Interpreter, RandomNodesDrawTheSameStreamInEveryLockstepRun) {
+  for (const char* name : {"dropout", "dropout_core"}) {
+    Program p = load_program(fixture(std::string(name) + ".pt2"));
+    Interpreter interpreter(p);
+    BoundInputs in = bind_inputs(p, load_inputs(fixture("dropout_inputs.pt")));
+    double worst_local_rel = 0;
+    at::manual_seed(1234);
+    LockstepResult r = interpreter.run_lockstep(in, [&](const NodeStep& step) {
+      for (size_t i = 0; i < step.native.size(); ++i)
+        if (step.local[i].isTensor() && at::isFloatingType(step.local[i].toTensor().scalar_type())) {
+          at::Tensor ref = step.fp64[i].toTensor();
+          double err = at::sub(step.local[i].toTensor().to(at::kDouble), ref).abs().max().item<double>();
+          double scale = ref.abs().max().item<double>();
+          worst_local_rel = std::max(worst_local_rel, scale > 0 ? err / scale : err);
+        }
+    });
+    ASSERT_EQ(r.native.random_nodes.size(), 1u) << name;
+    // Same mask in all three runs: only float32 rounding separates local from fp64.
+    EXPECT_LT(worst_local_rel, 1e-6) << name;
+    // The native stream is that of a plain native run: same numbers as Python with the same seed.
+    UserInputs expected = load_inputs(fixture(std::string(name) + "_expected.pt"));
+    EXPECT_TRUE(bit_equal(r.native.outputs[0].toTensor(), std::get<at::Tensor>(expected.args[0]))) << name;
+  }
 }
 
 TEST(Interpreter, NamesUnsupportedOpsBeforeRunning) {
