@@ -12,6 +12,24 @@ namespace pt2diff::testing {
 
 std::string fixture(const std::string& name) { return std::string(PT2DIFF_FIXTURES) + "/" + name; }
 
+const std::vector<std::string>& runnable_fixtures() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const char* base : {"mlp", "attention", "conv_bn_relu", "ln_softmax_gelu", "bf16_block", "multi_output", "index_none",
+                             "dynamic_batch", "cond", "loop_map", "dropout"}) {
+      out.emplace_back(base);
+      out.emplace_back(std::string(base) + "_core");
+    }
+    return out;
+  }();
+  return names;
+}
+
+std::string base_name(const std::string& fixture_name) {
+  size_t core = fixture_name.rfind("_core");
+  return core == std::string::npos ? fixture_name : fixture_name.substr(0, core);
+}
+
 namespace {
 std::string slurp(const std::string& path) {
   std::ifstream f(path);

@@ -53,17 +53,6 @@ c10::TypePtr unwrap_optional(const c10::TypePtr& t) {
 bool wants_tensor(const c10::TypePtr& t) { return unwrap_optional(t)->kind() == c10::TypeKind::TensorType; }
 bool wants_float(const c10::TypePtr& t) { return unwrap_optional(t)->kind() == c10::TypeKind::FloatType; }
 
-c10::IValue number(const Argument& a, const Frame& f, const Graph& g) {
-  switch (a.kind) {
-    case Argument::Kind::Int: return a.as<int64_t>();
-    case Argument::Kind::Float: return a.as<double>();
-    case Argument::Kind::Bool: return a.as<bool>();
-    case Argument::Kind::SymInt: case Argument::Kind::SymFloat: case Argument::Kind::SymBool:
-      return sym_value(a.as<SymArg>(), f, g);
-    default: return c10::IValue();
-  }
-}
-
 /// A Python number in a Tensor slot (`aten.mul.Tensor(x, 2.5)`) is a wrapped-number tensor in
 /// eager; an ordinary 0-dim tensor would change type promotion.
 at::Tensor wrapped_number(const c10::IValue& v) {
@@ -154,7 +143,7 @@ class DispatcherKernel final : public Kernel {
         return list;
       }
       case K::Int: case K::Float: case K::Bool: case K::SymInt: case K::SymFloat: case K::SymBool: {
-        c10::IValue n = number(a, f, g);
+        c10::IValue n = scalar_value(a, f, g);
         if (wants_tensor(type)) return wrapped_number(n);
         if (wants_float(type) && n.isInt()) return static_cast<double>(n.toInt());
         return n;

@@ -17,13 +17,9 @@ std::vector<c10::IValue> operands(const Argument& a, const Frame& f, const Graph
       for (ValueId v : a.as<std::vector<ValueId>>()) out.push_back(f.at(v, g));
       break;
     case Argument::Kind::Tensor: out.push_back(f.at(a.as<ValueId>(), g)); break;
-    case Argument::Kind::SymInt: case Argument::Kind::SymFloat: case Argument::Kind::SymBool:
-      out.push_back(sym_value(a.as<SymArg>(), f, g));
+    default:
+      if (c10::IValue n = scalar_value(a, f, g); !n.isNone()) out.push_back(std::move(n));
       break;
-    case Argument::Kind::Int: out.push_back(a.as<int64_t>()); break;
-    case Argument::Kind::Float: out.push_back(a.as<double>()); break;
-    case Argument::Kind::Bool: out.push_back(a.as<bool>()); break;
-    default: break;
   }
   return out;
 }

@@ -46,6 +46,8 @@ std::unique_ptr<Kernel> make_higher_order_kernel(const Node& node, std::string& 
 
 /// Resolves a literal-or-value symbolic argument.
 c10::IValue sym_value(const SymArg& s, const Frame& frame, const Graph& graph);
+/// The number an Int/Float/Bool/SymInt/SymFloat/SymBool argument carries; None for other kinds.
+c10::IValue scalar_value(const Argument& a, const Frame& frame, const Graph& graph);
 /// Stores `value` into the frame slots named by an output argument (tensor, list, sym).
 void store_output(const Argument& out, c10::IValue value, Frame& frame);
 

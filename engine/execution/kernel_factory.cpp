@@ -19,6 +19,17 @@ c10::IValue sym_value(const SymArg& s, const Frame& frame, const Graph& graph) {
   return std::visit([](auto x) { return c10::IValue(x); }, s.literal);
 }
 
+c10::IValue scalar_value(const Argument& a, const Frame& frame, const Graph& graph) {
+  switch (a.kind) {
+    case Argument::Kind::Int: return a.as<int64_t>();
+    case Argument::Kind::Float: return a.as<double>();
+    case Argument::Kind::Bool: return a.as<bool>();
+    case Argument::Kind::SymInt: case Argument::Kind::SymFloat: case Argument::Kind::SymBool:
+      return sym_value(a.as<SymArg>(), frame, graph);
+    default: return c10::IValue();
+  }
+}
+
 void store_output(const Argument& out, c10::IValue value, Frame& frame) {
   auto slot = [&](ValueId v) -> c10::IValue& { return frame.values.at(static_cast<size_t>(v)); };
   switch (out.kind) {

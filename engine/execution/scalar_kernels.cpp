@@ -75,15 +75,9 @@ const std::map<std::string, Unary>& unaries() {
 }
 
 Num operand(const Argument& a, const Frame& f, const Graph& g) {
-  switch (a.kind) {
-    case Argument::Kind::Int: return a.as<int64_t>();
-    case Argument::Kind::Float: return a.as<double>();
-    case Argument::Kind::Bool: return a.as<bool>();
-    case Argument::Kind::SymInt: case Argument::Kind::SymFloat: case Argument::Kind::SymBool:
-      return sym_value(a.as<SymArg>(), f, g);
-    default:
-      throw Error(Error::Kind::Unsupported, fmt::format("a scalar op got a {} operand", argument_kind_name(a.kind)));
-  }
+  Num n = scalar_value(a, f, g);
+  if (n.isNone()) throw Error(Error::Kind::Unsupported, fmt::format("a scalar op got a {} operand", argument_kind_name(a.kind)));
+  return n;
 }
 
 class ScalarKernel final : public Kernel {

@@ -8,6 +8,7 @@
 namespace pt2diff {
 namespace {
 
+using testing::base_name;
 using testing::fixture;
 using testing::run_cli;
 
@@ -15,7 +16,7 @@ class InspectEveryFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(InspectEveryFixture, PrintsASummaryAndBindsTheInputs) {
   const std::string name = GetParam();
-  auto r = run_cli("inspect " + fixture(name + ".pt2") + " " + fixture(name.substr(0, name.rfind("_core") == std::string::npos ? name.size() : name.rfind("_core")) + "_inputs.pt"));
+  auto r = run_cli("inspect " + fixture(name + ".pt2") + " " + fixture(base_name(name) + "_inputs.pt"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
   EXPECT_NE(r.out.find("inputs bind: yes"), std::string::npos) << r.out;
@@ -33,10 +34,7 @@ TEST_P(InspectEveryFixture, PrintsASummaryAndBindsTheInputs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, InspectEveryFixture,
-                         ::testing::Values("mlp", "mlp_core", "attention", "attention_core", "conv_bn_relu", "conv_bn_relu_core",
-                                           "ln_softmax_gelu", "ln_softmax_gelu_core", "bf16_block", "bf16_block_core",
-                                           "multi_output", "multi_output_core", "index_none", "index_none_core",
-                                           "dynamic_batch", "dynamic_batch_core", "cond", "cond_core", "loop_map", "loop_map_core", "dropout", "dropout_core"),
+                         ::testing::ValuesIn(testing::runnable_fixtures()),
                          [](const auto& info) { return info.param; });
 
 TEST(InspectCli, ShowsWhatAUserNeedsForTheMlp) {

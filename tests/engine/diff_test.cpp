@@ -12,9 +12,7 @@ using testing::fixture;
 
 DiffResult run(const std::string& name) {
   Program p = load_program(fixture(name + ".pt2"));
-  size_t core = name.rfind("_core");
-  std::string base = core == std::string::npos ? name : name.substr(0, core);
-  return diff(p, bind_inputs(p, load_inputs(fixture(base + "_inputs.pt"))), DiffOptions{});
+  return diff(p, bind_inputs(p, load_inputs(fixture(testing::base_name(name) + "_inputs.pt"))), DiffOptions{});
 }
 
 TEST(Diff, Bf16BlockBlamesTheBf16MatmulFirst) {

@@ -20,6 +20,7 @@
 namespace pt2diff {
 namespace {
 
+using testing::base_name;
 using testing::fixture;
 
 ::testing::AssertionResult bit_equal(const at::Tensor& got, const at::Tensor& want) {
@@ -32,11 +33,6 @@ using testing::fixture;
     return ::testing::AssertionFailure() << "values differ; max abs diff " << diff.max().item<double>();
   }
   return ::testing::AssertionSuccess();
-}
-
-std::string base_name(const std::string& name) {
-  size_t core = name.rfind("_core");
-  return core == std::string::npos ? name : name.substr(0, core);
 }
 
 class NativeMode : public ::testing::TestWithParam<std::string> {};
@@ -58,10 +54,7 @@ TEST_P(NativeMode, IsBitExactAgainstPythonEager) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, NativeMode,
-                         ::testing::Values("mlp", "mlp_core", "attention", "attention_core", "conv_bn_relu", "conv_bn_relu_core",
-                                           "ln_softmax_gelu", "ln_softmax_gelu_core", "bf16_block", "bf16_block_core",
-                                           "multi_output", "multi_output_core", "index_none", "index_none_core",
-                                           "dynamic_batch", "dynamic_batch_core", "cond", "cond_core", "loop_map", "loop_map_core", "dropout", "dropout_core"),
+                         ::testing::ValuesIn(testing::runnable_fixtures()),
                          [](const auto& info) { return info.param; });
 
 /// max|got - want| / max|want|: the fp64 run must match Python's fp64 run of the same graph to 1e-12
@@ -98,10 +91,7 @@ TEST_P(Fp64Mode, MatchesPythonRunningTheGraphInFloat64) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Fp64Mode,
-                         ::testing::Values("mlp", "mlp_core", "attention", "attention_core", "conv_bn_relu", "conv_bn_relu_core",
-                                           "ln_softmax_gelu", "ln_softmax_gelu_core", "bf16_block", "bf16_block_core",
-                                           "multi_output", "multi_output_core", "index_none", "index_none_core",
-                                           "dynamic_batch", "dynamic_batch_core", "cond", "cond_core", "loop_map", "loop_map_core", "dropout", "dropout_core"),
+                         ::testing::ValuesIn(testing::runnable_fixtures()),
                          [](const auto& info) { return info.param; });
 
 TEST(Interpreter, Fp64ModeReportsItsFixups) {
