@@ -25,7 +25,8 @@ class Command {
 struct GraphOptions {
   std::string graph;
   std::string model;
-  void add_to(CLI::App& app);
+  /// `required` is false on the root command, where a subcommand may stand instead of GRAPH.
+  void add_to(CLI::App& app, bool required = true);
   Program load() const;
 };
 

@@ -14,8 +14,7 @@ namespace {
 class DiffCommand final : public Command {
  public:
   void add_to(CLI::App& app) override {
-    app.add_option("GRAPH", graph_.graph, "torch.export archive (.pt2) written by torch.export.save");
-    app.add_option("--model", graph_.model, "which models/<name>.json of the archive (default: the only one, or 'model')");
+    graph_.add_to(app, /*required=*/false);
     inputs_.add_to(app);
     app.add_option("--compiled", options_.compiled, "what plays the compiled side (available: eager)")->default_val("eager");
     app.add_option("--tol", options_.rule.tol, "tolerance of the verdict rule (atol = rtol for the allclose step)")->default_val(1e-3);

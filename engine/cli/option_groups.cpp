@@ -3,8 +3,8 @@
 
 namespace pt2diff::cli {
 
-void GraphOptions::add_to(CLI::App& app) {
-  app.add_option("GRAPH", graph, "torch.export archive (.pt2) written by torch.export.save")->required();
+void GraphOptions::add_to(CLI::App& app, bool required) {
+  app.add_option("GRAPH", graph, "torch.export archive (.pt2) written by torch.export.save")->required(required);
   app.add_option("--model", model, "which models/<name>.json of the archive (default: the only one, or 'model')");
 }
 
