@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "engine/execution/kernel.h"
+#include "engine/execution/op_catalog.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {
@@ -203,14 +204,9 @@ class DispatcherKernel final : public Kernel {
 }  // namespace
 
 std::unique_ptr<Kernel> make_dispatcher_kernel(const Node& node, std::string& why) {
-  const std::string prefix = "torch.ops.";
-  std::string rest = node.target.substr(prefix.size());
-  size_t dot1 = rest.find('.'), dot2 = rest.rfind('.');
-  std::string ns = rest.substr(0, dot1);
-  std::string op = dot2 == dot1 ? rest.substr(dot1 + 1) : rest.substr(dot1 + 1, dot2 - dot1 - 1);
-  std::string overload = dot2 == dot1 ? "" : rest.substr(dot2 + 1);
-  if (overload == "default") overload.clear();
-  auto handle = c10::Dispatcher::singleton().findSchema({ns + "::" + op, overload});
+  auto name = parse_op_target(node.target);
+  std::optional<c10::OperatorHandle> handle;
+  if (name) handle = c10::Dispatcher::singleton().findSchema({name->ns + "::" + name->name, name->overload});
   if (!handle) {
     why = "not in the C++ dispatcher";
     return nullptr;

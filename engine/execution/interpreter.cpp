@@ -267,7 +267,7 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
     // where the native run left it, so the native stream is exactly that of a plain native run.
     const bool random = kernel.is_random();
     at::Tensor rng_before, rng_after;
-    const at::Generator& rng = at::detail::getDefaultCPUGenerator();
+    at::Generator rng = at::detail::getDefaultCPUGenerator();  // a handle to the global generator
     if (random) {
       result.native.random_nodes.push_back(n.name);
       rng_before = rng.get_state();
@@ -275,10 +275,10 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
     guarded(Precision::Native, [&] { kernel.run(n, g, native, native_ctx); });
     if (random) {
       rng_after = rng.get_state();
-      const_cast<at::Generator&>(rng).set_state(rng_before);
+      rng.set_state(rng_before);
     }
     guarded(Precision::Fp64, [&] { kernel.run(n, g, fp64, fp64_ctx); });
-    if (random) const_cast<at::Generator&>(rng).set_state(rng_before);
+    if (random) rng.set_state(rng_before);
     // Local: the node alone in native dtypes, fed the reference values rounded to native dtypes.
     const std::vector<ValueId> ins = n.input_values(), outs = n.output_values();
     for (ValueId v : ins) {
@@ -288,7 +288,7 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
           ref.isTensor() && nat.isTensor() ? c10::IValue(ref.toTensor().to(nat.toTensor().scalar_type())) : ref;
     }
     guarded(Precision::Native, [&] { kernel.run(n, g, scratch, native_ctx); });
-    if (random) const_cast<at::Generator&>(rng).set_state(rng_after);
+    if (random) rng.set_state(rng_after);
     native_out.clear();
     fp64_out.clear();
     local_out.clear();

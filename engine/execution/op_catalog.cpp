@@ -33,22 +33,16 @@ OpClass classify_uncached(const std::string& target) {
   const std::string prefix = "torch.ops.";
   if (target.rfind(prefix, 0) != 0)
     return {OpRoute::Unsupported, "a Python callable, not an operator: pt2diff runs torch.ops.* and symbolic scalar ops only"};
-  std::string rest = target.substr(prefix.size());
-  size_t dot1 = rest.find('.');
-  if (dot1 == std::string::npos) return {OpRoute::Unsupported, "malformed operator name"};
-  std::string ns = rest.substr(0, dot1);
-  std::string name_and_overload = rest.substr(dot1 + 1);
-  if (ns == "higher_order") {
-    if (engine_hops().count(name_and_overload)) return {OpRoute::HigherOrder, ""};
+  if (target.rfind(prefix + "higher_order.", 0) == 0) {
+    if (engine_hops().count(target.substr(prefix.size() + 13))) return {OpRoute::HigherOrder, ""};
     return {OpRoute::Unsupported, "a higher-order op pt2diff has no handler for"};
   }
+  auto name = parse_op_target(target);
+  if (!name) return {OpRoute::Unsupported, "malformed operator name"};
+  const std::string& ns = name->ns;
   if (ns == "prims")
     return {OpRoute::Unsupported, "a prims op (Python-only decomposition level): export with the default decompositions"};
-  size_t dot2 = name_and_overload.rfind('.');
-  std::string op = dot2 == std::string::npos ? name_and_overload : name_and_overload.substr(0, dot2);
-  std::string overload = dot2 == std::string::npos ? "" : name_and_overload.substr(dot2 + 1);
-  if (overload == "default") overload.clear();
-  if (c10::Dispatcher::singleton().findSchema({ns + "::" + op, overload})) return {OpRoute::Dispatcher, ""};
+  if (c10::Dispatcher::singleton().findSchema({ns + "::" + name->name, name->overload})) return {OpRoute::Dispatcher, ""};
   if (ns == "aten")
     return {OpRoute::Unsupported, "not in this libtorch's dispatcher (an op newer than torch 2.13?)"};
   return {OpRoute::Unsupported,
@@ -56,6 +50,20 @@ OpClass classify_uncached(const std::string& target) {
 }
 
 }  // namespace
+
+std::optional<OperatorName> parse_op_target(const std::string& target) {
+  const std::string prefix = "torch.ops.";
+  if (target.rfind(prefix, 0) != 0) return std::nullopt;
+  const std::string rest = target.substr(prefix.size());
+  const size_t first = rest.find('.'), last = rest.rfind('.');
+  if (first == std::string::npos || first == 0 || first + 1 == rest.size()) return std::nullopt;
+  OperatorName out;
+  out.ns = rest.substr(0, first);
+  out.name = first == last ? rest.substr(first + 1) : rest.substr(first + 1, last - first - 1);
+  out.overload = first == last ? "" : rest.substr(last + 1);
+  if (out.overload == "default") out.overload.clear();
+  return out;
+}
 
 OpClass classify_op(const std::string& target) {
   static std::mutex mutex;

@@ -1,6 +1,7 @@
 // engine/execution/op_catalog.h — how pt2diff runs each node target, decided before anything runs.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace pt2diff {
@@ -17,6 +18,13 @@ struct OpClass {
   OpRoute route = OpRoute::Unsupported;
   std::string reason;  ///< for Unsupported: why, and what a user can do
 };
+
+/// `torch.ops.aten.add.Tensor` → {"aten", "add", "Tensor"}; the overload "default" becomes "".
+struct OperatorName {
+  std::string ns, name, overload;
+};
+/// nullopt when `target` is not of the form torch.ops.<ns>.<name>[.<overload>].
+std::optional<OperatorName> parse_op_target(const std::string& target);
 
 /// Classifies a node target such as "torch.ops.aten.add.Tensor" or "_operator.mul".
 /// Dispatcher lookups are cached; safe to call from several threads.
