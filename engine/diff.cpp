@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "graphs/graph_text.h"
 #include "pt2diff/error.h"
@@ -61,19 +62,61 @@ ValueError value_error(const Graph& g, ValueId v, const c10::IValue& native, con
   return e;
 }
 
+/// What the lockstep run leaves for the exploded compile: every value's fp64 reference and the same
+/// rounded to its native dtype (what each op is fed when run alone).
+struct ReferenceValues {
+  std::vector<c10::IValue> fp64;
+  std::vector<c10::IValue> rounded;
+};
+
+OutputVerdict no_compiled_value(OutputVerdict ov, const std::string& why) {
+  ov.verdict.pass = false;
+  ov.verdict.reason = "no_compiled_value";
+  ov.verdict.detail = why;
+  return ov;
+}
+
+/// Compiles and runs one region, recording how it went; nullopt when the backend failed.
+std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const RegionSpec& region,
+                                                        const std::vector<c10::IValue>& inputs, const std::string& what,
+                                                        DiffResult& r) {
+  CompileRecord rec;
+  rec.what = what;
+  rec.nodes = region.nodes.size();
+  std::optional<std::vector<c10::IValue>> outputs;
+  try {
+    auto compiled = backend.compile(region, inputs);
+    rec.compile_seconds = backend.last_compile_seconds();
+    outputs = compiled->run(inputs);
+    rec.run_seconds = compiled->last_run_seconds();
+    rec.ok = true;
+  } catch (const BackendFailure& f) {
+    rec.failure = f.kind_name();
+    rec.message = f.what();
+    r.compiled_failed = true;
+  }
+  r.compiles.push_back(std::move(rec));
+  return outputs;
+}
+
 }  // namespace
 
 DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options) {
-  if (options.compiled != "eager")
-    throw Error(Error::Kind::Usage, fmt::format("unknown backend '{}' for --compiled (available: eager)", options.compiled));
   const auto start = std::chrono::steady_clock::now();
   const Graph& g = program.ir.graph;
+  std::unique_ptr<Backend> backend = make_backend(options.compiled, program, options.backend);
   DiffResult r;
   r.graph = program.path;
   r.inputs = inputs.origin;
-  r.compiled = options.compiled;
+  r.compiled = backend->name();
   r.rule = options.rule;
 
+  const bool exploded = options.exploded && backend->compiles_regions();
+  ReferenceValues reference;
+  if (exploded) {
+    reference.rounded = graph_input_values(program, inputs);  // an upcast input rounds back to itself
+    reference.fp64.resize(g.values().size());
+  }
   Interpreter interpreter(program);
   LockstepResult runs = interpreter.run_lockstep(inputs, [&](const NodeStep& step) {
     NodeError ne;
@@ -85,6 +128,13 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
     const auto ulp_dtype = working_dtype(g, step.node);
     for (size_t i = 0; i < outs.size(); ++i) {
       ne.values.push_back(value_error(g, outs[i], step.native[i], step.fp64[i], step.local[i], ulp_dtype));
+      if (exploded) {
+        const size_t v = static_cast<size_t>(outs[i]);
+        reference.fp64[v] = step.fp64[i];
+        reference.rounded[v] = step.fp64[i].isTensor() && step.native[i].isTensor()
+                                   ? c10::IValue(step.fp64[i].toTensor().to(step.native[i].toTensor().scalar_type()))
+                                   : step.native[i];
+      }
     }
     r.nodes.push_back(std::move(ne));
   });
@@ -104,8 +154,13 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
     }
   }
 
-  // The compiled side is the eager run itself until a compiler backend is chosen.
-  const std::vector<c10::IValue>& compiled = runs.native.outputs;
+  // The whole graph through the compiler, fed the same inputs as eager.
+  const RegionSpec whole = RegionSpec::whole_graph(program.ir);
+  const std::vector<c10::IValue> input_values = graph_input_values(program, inputs);
+  std::vector<c10::IValue> whole_inputs;
+  for (ValueId v : whole.inputs) whole_inputs.push_back(input_values[static_cast<size_t>(v)]);
+  auto compiled = compile_and_run(*backend, whole, whole_inputs, "graph", r);
+
   for (size_t i = 0; i < program.ir.output_specs.size(); ++i) {
     const OutputSpec& spec = program.ir.output_specs[i];
     OutputVerdict ov;
@@ -115,24 +170,67 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
     const c10::IValue& eager = runs.native.outputs[i];
     const c10::IValue& fp64 = runs.fp64.outputs[i];
     if (!eager.isTensor()) continue;
+    ov.eager_value = eager.toTensor();
+    if (fp64.isTensor()) ov.fp64_value = fp64.toTensor();
     const bool fp64_ok = fp64.isTensor() && !uncomparable_values.count(ov.name);
-    ov.verdict = judge(compiled[i].toTensor(), eager.toTensor(), fp64_ok ? fp64.toTensor() : at::Tensor(), options.rule);
-    if (fp64_ok) {
-      // ULPs in the producing node's working precision, like the per-node table.
-      NodeId producer = values.empty() ? kGraphInput : g.value(values.front()).producer;
-      auto ulp_dtype = producer == kGraphInput ? std::nullopt : working_dtype(g, g.node(producer));
-      ov.compiled_to_fp64 = measure(compiled[i].toTensor(), fp64.toTensor(), ulp_dtype);
-      ov.eager_to_fp64 = measure(eager.toTensor(), fp64.toTensor(), ulp_dtype);
+    NodeId producer = values.empty() ? kGraphInput : g.value(values.front()).producer;
+    auto ulp_dtype = producer == kGraphInput ? std::nullopt : working_dtype(g, g.node(producer));
+    if (fp64_ok) ov.eager_to_fp64 = measure(eager.toTensor(), fp64.toTensor(), ulp_dtype);
+    c10::IValue result;
+    if (compiled && !values.empty()) {
+      auto at = std::find(whole.outputs.begin(), whole.outputs.end(), values.front());
+      if (at != whole.outputs.end()) result = (*compiled)[static_cast<size_t>(at - whole.outputs.begin())];
+    }
+    if (!compiled) {
+      ov = no_compiled_value(std::move(ov), r.compiles.back().message);
+    } else if (!result.isTensor()) {
+      ov = no_compiled_value(std::move(ov), fmt::format("{} does not return this output", r.compiled));
+    } else {
+      ov.compiled_value = result.toTensor();
+      ov.verdict = judge(result.toTensor(), eager.toTensor(), fp64_ok ? fp64.toTensor() : at::Tensor(), options.rule);
+      if (fp64_ok) ov.compiled_to_fp64 = measure(result.toTensor(), fp64.toTensor(), ulp_dtype);
     }
     r.diverged = r.diverged || !ov.verdict.pass;
     r.outputs.push_back(std::move(ov));
   }
 
+  // Every op on its own through the compiler, fed the fp64 values of its inputs rounded to their
+  // dtypes (the eager local run's inputs): the compiled local error of every node, in one compile.
+  // A worker that hung or died twice is not asked again.
+  const bool worker_lost = !r.compiles.empty() && (r.compiles.back().failure == "timed_out" || r.compiles.back().failure == "worker_died");
+  if (exploded && !worker_lost && !g.nodes().empty()) {
+    std::vector<NodeId> all;
+    for (const Node& n : g.nodes()) all.push_back(n.id);
+    const RegionSpec ops = RegionSpec::exploded_ops(g, all);
+    std::vector<c10::IValue> ops_inputs;
+    for (ValueId v : ops.inputs) ops_inputs.push_back(reference.rounded[static_cast<size_t>(v)]);
+    if (auto local = compile_and_run(*backend, ops, ops_inputs, "exploded", r)) {
+      std::unordered_map<std::string, const c10::IValue*> by_name;
+      for (size_t i = 0; i < ops.outputs.size(); ++i) by_name[g.value(ops.outputs[i]).name] = &(*local)[i];
+      for (size_t k = 0; k < r.nodes.size(); ++k) {  // r.nodes[k] is g.nodes()[k]
+        NodeError& ne = r.nodes[k];
+        const auto ulp_dtype = working_dtype(g, g.nodes()[k]);
+        for (ValueError& ve : ne.values) {
+          if (!ve.compared) continue;
+          auto it = by_name.find(ve.name);
+          const c10::IValue& ref = reference.fp64[static_cast<size_t>(g.find(ve.name))];
+          if (it == by_name.end() || !it->second->isTensor() || !ref.isTensor()) continue;
+          ve.compiled_local = measure(it->second->toTensor(), ref.toTensor(), ulp_dtype);
+          ve.has_compiled_local = true;
+          if (!ve.compiled_local.exact_kind) ne.compiled_local_ulp = std::max(ne.compiled_local_ulp, ve.compiled_local.max_ulp);
+        }
+      }
+    }
+  }
+
+  // The ranking: where error is introduced. The compiled local error when there is one (what the
+  // compiler adds), else the eager local error.
+  auto score = [](const NodeError& n) { return n.compiled_local_ulp >= 0 ? std::max(n.compiled_local_ulp, n.local_ulp) : n.local_ulp; };
   std::vector<size_t> order(r.nodes.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return r.nodes[a].local_ulp > r.nodes[b].local_ulp; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score(r.nodes[a]) > score(r.nodes[b]); });
   for (size_t i : order)
-    if (r.ranking.size() < options.top && r.nodes[i].local_ulp > 0) r.ranking.push_back(i);
+    if (r.ranking.size() < options.top && score(r.nodes[i]) > 0) r.ranking.push_back(i);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

@@ -6,6 +6,7 @@
 #include <caffe2/serialize/read_adapter_interface.h>
 #include <fmt/format.h>
 #include <torch/csrc/jit/serialization/import_read.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/storage_context.h>
 
 #include "graphs/archive.h"
@@ -150,6 +151,24 @@ at::Tensor tensor_from_torch_save(const std::string& bytes, const std::string& w
   if (!v.isTensor())
     throw Error(Error::Kind::BadArchive, fmt::format("{}: expected a pickled tensor, found a {}", where, v.tagKind()));
   return v.toTensor();
+}
+
+std::string to_torch_save(const c10::IValue& value) {
+  std::vector<char> bytes = torch::jit::pickle_save(value);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::string to_torch_save(const std::vector<std::pair<std::string, c10::IValue>>& named) {
+  std::vector<c10::IValue> pairs;
+  for (const auto& [name, value] : named) pairs.push_back(c10::ivalue::Tuple::create({c10::IValue(name), value}));
+  return to_torch_save(c10::ivalue::Tuple::create(std::move(pairs)));
+}
+
+std::vector<c10::IValue> values_from_torch_save(const std::string& bytes, const std::string& where) {
+  c10::IValue root = unpickle(bytes, where);
+  if (!is_sequence(root))
+    throw Error(Error::Kind::BadInputs, fmt::format("{}: holds a {}, expected a list of values", where, python_kind(root)));
+  return elements(root);
 }
 
 }  // namespace pt2diff

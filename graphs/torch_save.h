@@ -2,6 +2,9 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "pt2diff/inputs.h"
@@ -12,5 +15,13 @@ namespace pt2diff {
 UserInputs user_inputs_from_torch_save(const std::string& bytes, const std::string& where);
 /// Reads a torch.save blob holding one tensor (`use_pickle` weights).
 at::Tensor tensor_from_torch_save(const std::string& bytes, const std::string& where);
+
+/// Writes a torch.save file that Python reads with torch.load(path, weights_only=True). Only tuples,
+/// tensors, numbers, str and None: libtorch tags lists and dicts with TorchScript types, which
+/// weights_only loading rejects. Named values travel as a tuple of (name, value) pairs.
+std::string to_torch_save(const c10::IValue& tuple_of_values);
+std::string to_torch_save(const std::vector<std::pair<std::string, c10::IValue>>& named);
+/// Reads a torch.save file holding a list or tuple of tensors, numbers and None (a worker's outputs).
+std::vector<c10::IValue> values_from_torch_save(const std::string& bytes, const std::string& where);
 
 }  // namespace pt2diff

@@ -4,6 +4,8 @@
 #include <iostream>
 
 #include "engine/cli/command.h"
+#include "engine/report/progress.h"
+#include "graphs/torch_save.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/error.h"
 
@@ -11,12 +13,41 @@ namespace pt2diff::cli {
 
 namespace {
 
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  if (!(f << bytes)) throw Error(Error::Kind::Usage, fmt::format("cannot write {}", path));
+}
+
+/// (compiled, eager, fp64): three tuples holding the judged graph outputs of each run, in report
+/// order, None where a run has no value. Python: `compiled, eager, fp64 = torch.load(f, weights_only=True)`.
+std::string saved_outputs(const DiffResult& r) {
+  auto run = [&](auto member) {
+    std::vector<c10::IValue> values;
+    for (const OutputVerdict& o : r.outputs) values.push_back((o.*member).defined() ? c10::IValue(o.*member) : c10::IValue());
+    return c10::IValue(c10::ivalue::Tuple::create(std::move(values)));
+  };
+  return to_torch_save(c10::ivalue::Tuple::create(
+      {run(&OutputVerdict::compiled_value), run(&OutputVerdict::eager_value), run(&OutputVerdict::fp64_value)}));
+}
+
 class DiffCommand final : public Command {
  public:
   void add_to(CLI::App& app) override {
     graph_.add_to(app, /*required=*/false);
     inputs_.add_to(app);
-    app.add_option("--compiled", options_.compiled, "what plays the compiled side (available: eager)")->default_val("eager");
+    app.add_option("--compiled", options_.compiled,
+                   "what plays the compiled side: inductor, eager, aoti:PACKAGE.pt2, external:COMMAND, fault:NODE:KIND")
+        ->default_val("inductor");
+    app.add_option("--device", options_.backend.device, "device the compiler targets (inductor, external): cpu or cuda[:N]")
+        ->default_val("cpu");
+    app.add_option("--inductor-config", options_.backend.inductor_config,
+                   "Inductor config override KEY=VALUE (a Python literal), repeatable: emulate_precision_casts=True");
+    app.add_option("--timeout", options_.backend.timeout_seconds,
+                   "seconds one compile or run may take before the worker is killed and the failure reported")
+        ->default_val(900.0);
+    app.add_option("--worker-python", options_.backend.python, "Python of the Inductor worker (default: the venv pt2diff was built with)");
+    app.add_option("--inductor-cache", options_.backend.inductor_cache_dir, "Inductor cache directory (default: ~/.cache/pt2diff/inductor)");
+    app.add_flag("!--no-exploded", options_.exploded, "skip the exploded compile (every op on its own: the compiled local error column)");
     app.add_option("--tol", options_.rule.tol, "tolerance of the verdict rule (atol = rtol for the allclose step)")->default_val(1e-3);
     app.add_option("--fp32-multiplier", options_.rule.fp32_multiplier, "RMSE multiplier for fp32 outputs")->default_val(2.0);
     app.add_option("--low-precision-multiplier", options_.rule.low_precision_multiplier,
@@ -25,6 +56,8 @@ class DiffCommand final : public Command {
                  "use multiplier 8 for numel <= 500 and 10 for numel <= 10");
     app.add_option("--top", options_.top, "how many nodes the ranking of introduced error lists")->default_val(10);
     app.add_option("--json", json_path_, "also write the report as JSON to this file (docs/report.schema.json)");
+    app.add_option("--save-outputs", outputs_path_,
+                   "write the graph outputs of the compiled, eager and fp64 runs to this torch.save file");
   }
 
   int run() override {
@@ -34,11 +67,17 @@ class DiffCommand final : public Command {
     if (!given && !program.sample_inputs)
       throw Error(Error::Kind::BadInputs, fmt::format("{} has no sample inputs: pass INPUTS or --random-inputs", program.path));
     BoundInputs bound = bind_inputs(program, given ? *given : *program.sample_inputs);
+    TerminalProgress progress;
+    options_.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };
     DiffResult result = diff(program, bound, options_);
+    progress.clear();
     std::cout << to_text(result);
-    if (!json_path_.empty()) {
-      std::ofstream f(json_path_);
-      if (!(f << to_json(result))) throw Error(Error::Kind::Usage, fmt::format("cannot write {}", json_path_));
+    if (!json_path_.empty()) write_file(json_path_, to_json(result));
+    if (!outputs_path_.empty()) write_file(outputs_path_, saved_outputs(result));
+    if (result.compiled_failed) {
+      for (const CompileRecord& c : result.compiles)
+        if (!c.ok) std::cerr << fmt::format("pt2diff: the {} compile failed ({}): {}\n", c.what, c.failure, c.message);
+      return 4;
     }
     return result.diverged ? 1 : 0;
   }
@@ -48,6 +87,7 @@ class DiffCommand final : public Command {
   InputOptions inputs_;
   DiffOptions options_;
   std::string json_path_;
+  std::string outputs_path_;
 };
 
 }  // namespace

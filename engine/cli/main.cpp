@@ -2,7 +2,8 @@
 //
 // `pt2diff GRAPH [INPUTS]` runs the main job (diff_command.cpp); subcommands do the rest.
 // Exit codes: 0 success (outputs agree); 1 outputs diverge; 2 a problem with the command line or the
-// input files (one line on stderr names it); 3 an internal error (a bug in pt2diff: please report it).
+// input files (one line on stderr names it); 3 an internal error (a bug in pt2diff: please report it);
+// 4 the compiler failed, crashed or hung (the report, with everything computed, is still written).
 #include <c10/util/Exception.h>
 #include <iostream>
 #include <vector>

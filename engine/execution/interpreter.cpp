@@ -212,6 +212,10 @@ Frame input_frame(const Program& p, const BoundInputs& inputs, Precision precisi
 
 }  // namespace
 
+std::vector<c10::IValue> graph_input_values(const Program& program, const BoundInputs& inputs) {
+  return input_frame(program, inputs, Precision::Native).values;
+}
+
 ExecContext Interpreter::Impl::context(Precision precision, RunResult& result, std::set<std::string>& fixups) const {
   ExecContext ctx;
   ctx.precision = precision;
@@ -234,6 +238,71 @@ RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options)
   result.outputs = impl_->run_graph(impl_->program.ir.graph, f, ctx, options, true);
   result.fixups.assign(fixups.begin(), fixups.end());
   return result;
+}
+
+std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs,
+                                                const RunOptions& options) const {
+  if (options.precision != Precision::Native)
+    throw Error(Error::Kind::Internal, "run_region runs in native dtypes only");
+  const Graph& g = impl_->program.ir.graph;
+  if (inputs.size() != region.inputs.size())
+    throw Error(Error::Kind::Internal, fmt::format("region takes {} inputs, got {}", region.inputs.size(), inputs.size()));
+  c10::InferenceMode inference;
+  DefaultDtypeGuard default_dtype(Precision::Native);
+  const GraphPlan& plan = impl_->plans.at(&g);
+  RunResult scratch_result;
+  std::set<std::string> fixups;
+  ExecContext ctx = impl_->context(Precision::Native, scratch_result, fixups);
+  // Fused: one frame, nodes read each other. Exploded: each node runs in `scratch`, seeded with the
+  // given values of its inputs, and its outputs are kept apart in `defined`.
+  Frame given, scratch;
+  given.values.resize(g.values().size());
+  scratch.values.resize(g.values().size());
+  for (size_t i = 0; i < inputs.size(); ++i) given.values[static_cast<size_t>(region.inputs[i])] = inputs[i];
+  std::vector<c10::IValue> defined(region.exploded ? g.values().size() : 0);
+  for (NodeId id : region.nodes) {
+    const Node& n = g.node(id);
+    const Kernel& kernel = *plan.kernels[static_cast<size_t>(id)];
+    Frame& f = region.exploded ? scratch : given;
+    const std::vector<ValueId> ins = n.input_values(), outs = n.output_values();
+    if (region.exploded)
+      for (ValueId v : ins) scratch.values[static_cast<size_t>(v)] = given.values[static_cast<size_t>(v)];
+    try {
+      kernel.run(n, g, f, ctx);
+      if (options.after_node) {
+        std::vector<c10::IValue> in_values, out_values;
+        for (ValueId v : ins) in_values.push_back(f.values[static_cast<size_t>(v)]);
+        for (ValueId v : outs) out_values.push_back(f.values[static_cast<size_t>(v)]);
+        NodeCall call{in_values, out_values, [&](const std::vector<c10::IValue>& replaced) {
+                        Frame again;
+                        again.values.resize(g.values().size());
+                        for (size_t i = 0; i < ins.size(); ++i) again.values[static_cast<size_t>(ins[i])] = replaced.at(i);
+                        kernel.run(n, g, again, ctx);
+                        std::vector<c10::IValue> result;
+                        for (ValueId v : outs) result.push_back(again.values[static_cast<size_t>(v)]);
+                        return result;
+                      }};
+        options.after_node(n, call);
+        for (size_t i = 0; i < outs.size(); ++i) f.values[static_cast<size_t>(outs[i])] = out_values[i];
+      }
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(Error::Kind::Unsupported, fmt::format("{} failed in a region run: {}", where(n), first_line(e.what())));
+    }
+    if (region.exploded) {
+      for (ValueId v : outs) defined[static_cast<size_t>(v)] = std::move(scratch.values[static_cast<size_t>(v)]);
+      for (ValueId v : ins) scratch.values[static_cast<size_t>(v)] = c10::IValue();
+      for (ValueId v : outs) scratch.values[static_cast<size_t>(v)] = c10::IValue();
+    }
+  }
+  std::vector<c10::IValue> outputs;
+  for (ValueId v : region.outputs) {
+    const c10::IValue& out = region.exploded && !defined[static_cast<size_t>(v)].isNone() ? defined[static_cast<size_t>(v)]
+                                                                                        : given.values[static_cast<size_t>(v)];
+    outputs.push_back(out);
+  }
+  return outputs;
 }
 
 LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::function<void(const NodeStep&)>& on_node) const {

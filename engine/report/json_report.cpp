@@ -33,11 +33,14 @@ std::string to_json(const DiffResult& r) {
       if (v.compared) {
         jv["local"] = metrics(v.local);
         jv["propagated"] = metrics(v.propagated);
+        if (v.has_compiled_local) jv["compiled_local"] = metrics(v.compiled_local);
       }
       values.push_back(jv);
     }
     nodes.push_back({{"name", n.name}, {"op", n.target}, {"source", n.source}, {"module_path", n.module_path},
-                     {"local_ulp", number(n.local_ulp)}, {"values", values}});
+                     {"local_ulp", number(n.local_ulp)},
+                     {"compiled_local_ulp", n.compiled_local_ulp < 0 ? json(nullptr) : number(n.compiled_local_ulp)},
+                     {"values", values}});
   }
   json ranking = json::array();
   for (size_t i : r.ranking) ranking.push_back(r.nodes[i].name);
@@ -46,6 +49,13 @@ std::string to_json(const DiffResult& r) {
     outputs.push_back({{"name", o.name}, {"role", o.role}, {"pass", o.verdict.pass}, {"reason", o.verdict.reason},
                        {"detail", o.verdict.detail}, {"compiled_to_fp64", metrics(o.compiled_to_fp64)},
                        {"eager_to_fp64", metrics(o.eager_to_fp64)}});
+  json compiles = json::array();
+  bool graph_failed = false;
+  for (const CompileRecord& c : r.compiles) {
+    compiles.push_back({{"what", c.what}, {"nodes", c.nodes}, {"ok", c.ok}, {"failure", c.failure}, {"message", c.message},
+                        {"compile_seconds", c.compile_seconds}, {"run_seconds", c.run_seconds}});
+    graph_failed = graph_failed || (c.what == "graph" && !c.ok);
+  }
   json j = {{"schema_version", 1},
             {"graph", r.graph},
             {"inputs", r.inputs},
@@ -53,7 +63,9 @@ std::string to_json(const DiffResult& r) {
             {"tolerance", {{"tol", r.rule.tol}, {"fp32_multiplier", r.rule.fp32_multiplier},
                            {"low_precision_multiplier", r.rule.low_precision_multiplier},
                            {"small_tensor_multipliers", r.rule.small_tensor_multipliers}}},
-            {"verdict", r.diverged ? "diverged" : "agree"},
+            {"verdict", graph_failed ? "compiler_failed" : r.diverged ? "diverged" : "agree"},
+            {"compiled_failed", r.compiled_failed},
+            {"compiles", compiles},
             {"outputs", outputs},
             {"ranking", ranking},
             {"nodes", nodes},

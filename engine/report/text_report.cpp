@@ -21,25 +21,43 @@ std::string to_text(const DiffResult& r) {
   auto line = [&](const std::string& s) { out += s + "\n"; };
   line(fmt::format("{} with {}: compiled = {}, reference = fp64, tol = {}", r.graph, r.inputs, r.compiled, r.rule.tol));
   line("");
-  line("outputs (compiled vs eager, fp64 as referee):");
-  for (const OutputVerdict& o : r.outputs)
-    line(fmt::format("  {:<5} {:<20} {:<20} eager RMSE to fp64 {}  max ulp {}   {}", o.verdict.pass ? "PASS" : "FAIL", o.name,
-                     o.verdict.reason, num(o.eager_to_fp64.rmse), ulp(o.eager_to_fp64.max_ulp), o.verdict.detail));
+  bool graph_failed = false;
+  if (!r.compiles.empty()) {
+    line("compiles:");
+    for (const CompileRecord& c : r.compiles) {
+      graph_failed = graph_failed || (c.what == "graph" && !c.ok);
+      if (c.ok)
+        line(fmt::format("  {:<9} {:>5} nodes  compile {:.2f} s  run {:.2f} ms", c.what, c.nodes, c.compile_seconds, c.run_seconds * 1e3));
+      else
+        line(fmt::format("  {:<9} {:>5} nodes  FAILED ({}): {}", c.what, c.nodes, c.failure, c.message));
+    }
+    line("");
+  }
+  line("outputs (compiled vs eager, fp64 as referee; RMSE to fp64):");
+  for (const OutputVerdict& o : r.outputs) {
+    if (o.verdict.reason == "no_compiled_value") {
+      line(fmt::format("  {:<5} {:<20} {:<20} eager {}  (no compiled value)", "FAIL", o.name, o.verdict.reason, num(o.eager_to_fp64.rmse)));
+      continue;
+    }
+    line(fmt::format("  {:<5} {:<20} {:<20} compiled {}  eager {}  max ulp compiled {} eager {}   {}", o.verdict.pass ? "PASS" : "FAIL",
+                     o.name, o.verdict.reason, num(o.compiled_to_fp64.rmse), num(o.eager_to_fp64.rmse), ulp(o.compiled_to_fp64.max_ulp),
+                     ulp(o.eager_to_fp64.max_ulp), o.verdict.detail));
+  }
   line("");
   if (r.ranking.empty()) {
     line("no node introduces error: every local result is exact");
   } else {
-    line(fmt::format("nodes introducing the most error (local: the node alone on fp64 inputs rounded to its dtypes):"));
+    line("nodes introducing the most error (local: the node alone on fp64 inputs rounded to its dtypes; ulp compiled / eager):");
     for (size_t i : r.ranking) {
       const NodeError& n = r.nodes[i];
-      line(fmt::format("  {:>8} ulp  {:<14} {:<32} {}{}", ulp(n.local_ulp), n.name, n.target, n.source,
-                       n.module_path.empty() ? "" : "  [" + n.module_path + "]"));
+      line(fmt::format("  {:>8} / {:>8} ulp  {:<14} {:<32} {}{}", n.compiled_local_ulp < 0 ? "-" : ulp(n.compiled_local_ulp),
+                       ulp(n.local_ulp), n.name, n.target, n.source, n.module_path.empty() ? "" : "  [" + n.module_path + "]"));
     }
   }
   line("");
-  line("per node, in graph order (local and propagated error against fp64):");
-  line(fmt::format("  {:<16} {:<30} {:<9} {:<14} {:>9} {:>10} {:>9} {:>10} {:>10}", "value", "op", "dtype", "shape", "local ulp",
-                   "local rel", "prop ulp", "prop rel", "prop rmse"));
+  line("per node, in graph order (local and propagated error against fp64; comp ulp: compiled local error):");
+  line(fmt::format("  {:<16} {:<30} {:<9} {:<14} {:>9} {:>9} {:>10} {:>9} {:>10} {:>10}", "value", "op", "dtype", "shape", "comp ulp",
+                   "local ulp", "local rel", "prop ulp", "prop rel", "prop rmse"));
   for (const NodeError& n : r.nodes)
     for (const ValueError& v : n.values) {
       if (!v.compared) {
@@ -47,13 +65,14 @@ std::string to_text(const DiffResult& r) {
         continue;
       }
       if (v.local.exact_kind) {
-        line(fmt::format("  {:<16} {:<30} {:<9} {:<14} {:>9} {:>10} {:>9} {:>10}", v.name, n.target, v.dtype, v.shape,
+        line(fmt::format("  {:<16} {:<30} {:<9} {:<14} {:>9} {:>9} {:>10} {:>9} {:>10}", v.name, n.target, v.dtype, v.shape,
+                         v.has_compiled_local ? fmt::format("{} diff", v.compiled_local.mismatches) : "-",
                          fmt::format("{} diff", v.local.mismatches), "", fmt::format("{} diff", v.propagated.mismatches), ""));
         continue;
       }
-      line(fmt::format("  {:<16} {:<30} {:<9} {:<14} {:>9} {:>10} {:>9} {:>10} {:>10}", v.name, n.target, v.dtype, v.shape,
-                       ulp(v.local.max_ulp), num(v.local.max_rel), ulp(v.propagated.max_ulp), num(v.propagated.max_rel),
-                       num(v.propagated.rmse)));
+      line(fmt::format("  {:<16} {:<30} {:<9} {:<14} {:>9} {:>9} {:>10} {:>9} {:>10} {:>10}", v.name, n.target, v.dtype, v.shape,
+                       v.has_compiled_local ? ulp(v.compiled_local.max_ulp) : "-", ulp(v.local.max_ulp), num(v.local.max_rel),
+                       ulp(v.propagated.max_ulp), num(v.propagated.max_rel), num(v.propagated.rmse)));
     }
   if (!r.fixups.empty()) {
     line("");
@@ -63,7 +82,9 @@ std::string to_text(const DiffResult& r) {
     line(fmt::format("random ops (native, fp64 and local runs draw the same stream): {}", fmt::join(r.random_nodes, ", ")));
   if (!r.not_comparable.empty()) line(fmt::format("not comparable in fp64 (bitcasts, float8): {}", fmt::join(r.not_comparable, ", ")));
   line("");
-  line(fmt::format("{} ({} nodes, {:.2f} s)", r.diverged ? "DIVERGED" : "AGREE", r.nodes.size(), r.seconds));
+  const char* verdict = graph_failed ? "COMPILER FAILED" : r.diverged ? "DIVERGED" : "AGREE";
+  line(fmt::format("{}{} ({} nodes, {:.2f} s)", verdict, r.compiled_failed && !graph_failed ? " (a compile failed: see compiles)" : "",
+                   r.nodes.size(), r.seconds));
   return out;
 }
 

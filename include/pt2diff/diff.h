@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "pt2diff/backend.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/inputs.h"
 #include "pt2diff/program.h"
@@ -17,9 +18,13 @@
 namespace pt2diff {
 
 struct DiffOptions {
-  /// The compiled side. Today "eager" (the interpreter in native dtypes: the noise floor); real
-  /// compilers (Inductor, AOTI, external) plug in here with the backend interface.
-  std::string compiled = "eager";
+  /// The compiled side, a make_backend() spec: "inductor" (default), "eager" (the noise floor: every
+  /// verdict passes), "aoti:PACKAGE.pt2", "external:COMMAND", "fault:NODE:KIND".
+  std::string compiled = "inductor";
+  /// Device, Inductor config, timeout, worker Python, cache, progress callback.
+  BackendOptions backend;
+  /// Also compile every node as an independent op (one compile) for the compiled local error column.
+  bool exploded = true;
   ToleranceRule rule;
   /// How many nodes the ranking of introduced error lists.
   size_t top = 10;
@@ -32,7 +37,9 @@ struct ValueError {
   std::string shape;       ///< "[8, 64]"
   Metrics propagated;      ///< native run from the graph inputs vs fp64
   Metrics local;           ///< the node alone on fp64 inputs rounded to native dtypes vs fp64
+  Metrics compiled_local;  ///< the same inputs through the compiler (exploded compile) vs fp64
   bool compared = true;    ///< false for non-tensor values and values fp64 cannot reproduce
+  bool has_compiled_local = false;  ///< false when no exploded compile ran (or it failed)
 };
 
 struct NodeError {
@@ -44,14 +51,28 @@ struct NodeError {
   /// The node's worst local error in ULPs of its working precision (the coarsest floating dtype
   /// among its inputs and outputs): what the ranking uses.
   double local_ulp = 0;
+  /// The same for the compiled local error; negative when there is none.
+  double compiled_local_ulp = -1;
+};
+
+/// One compile the run asked for, and how it went.
+struct CompileRecord {
+  std::string what;          ///< "graph" (the whole graph, fused) or "exploded" (every op on its own)
+  size_t nodes = 0;
+  bool ok = false;
+  std::string failure;       ///< BackendFailure::kind_name(): "compile_failed", "timed_out", ...
+  std::string message;       ///< the compiler's or worker's message, one line
+  double compile_seconds = 0;
+  double run_seconds = 0;
 };
 
 struct OutputVerdict {
   std::string name;
   std::string role;      ///< "user_output", "buffer_mutation of running_mean", ...
-  Verdict verdict;       ///< compiled vs eager, fp64 as referee
+  Verdict verdict;       ///< compiled vs eager, fp64 as referee ("no_compiled_value" when the compiler failed)
   Metrics compiled_to_fp64;
   Metrics eager_to_fp64;
+  at::Tensor compiled_value, eager_value, fp64_value;  ///< the values judged (undefined where a run has none)
 };
 
 struct DiffResult {
@@ -62,14 +83,17 @@ struct DiffResult {
   std::vector<NodeError> nodes;       ///< topological order
   std::vector<size_t> ranking;        ///< indexes into `nodes`, most local error first (at most DiffOptions::top)
   std::vector<OutputVerdict> outputs;
+  std::vector<CompileRecord> compiles;
   std::vector<std::string> fixups;    ///< fp64 fix-ups applied ("aten.to.dtype: dtype bfloat16 -> float64")
   std::vector<std::string> not_comparable;
   std::vector<std::string> random_nodes;  ///< nodes drawing random numbers (same stream in every run)
   bool diverged = false;              ///< some output failed the rule
+  bool compiled_failed = false;       ///< a compile or compiled run failed (see `compiles`)
   double seconds = 0;
 };
 
-/// Runs the three ways and compares. Throws pt2diff::Error for inputs or graphs it cannot run.
+/// Runs the three ways and compares. Throws pt2diff::Error for inputs or graphs it cannot run; a
+/// compiler that fails, crashes or hangs is recorded in the result (`compiles`, `compiled_failed`).
 DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options);
 /// The readable report.
 std::string to_text(const DiffResult& result);

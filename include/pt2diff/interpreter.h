@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "pt2diff/backend.h"
 #include "pt2diff/graph.h"
 #include "pt2diff/inputs.h"
 #include "pt2diff/program.h"
@@ -29,6 +30,14 @@ enum class Precision {
 };
 const char* precision_name(Precision precision);
 
+/// One node's call, handed to RunOptions::after_node: its inputs and outputs (Node::input_values() and
+/// Node::output_values() order) and a way to call its kernel again on other inputs.
+struct NodeCall {
+  const std::vector<c10::IValue>& inputs;
+  std::vector<c10::IValue>& outputs;  ///< may be replaced
+  std::function<std::vector<c10::IValue>(const std::vector<c10::IValue>& inputs)> rerun;
+};
+
 struct RunOptions {
   Precision precision = Precision::Native;
   /// Free each value after its last use (the default). Off keeps every value until the run ends.
@@ -36,6 +45,8 @@ struct RunOptions {
   /// Called after every top-level node with the values it defined, in Node::output_values() order.
   /// Values are freed after the callback returns, so it sees each value exactly once.
   std::function<void(const Node& node, const std::vector<c10::IValue>& outputs)> on_node;
+  /// run_region() only: called after every node, before anything reads its outputs (fault backend).
+  std::function<void(const Node& node, NodeCall& call)> after_node;
 };
 
 struct RunResult {
@@ -67,6 +78,10 @@ struct LockstepResult {
   RunResult fp64;
 };
 
+/// The graph inputs' values for `inputs`, indexed by ValueId (weights from the program, user inputs
+/// from the binding; other entries None): what a region starting at the graph inputs is fed.
+std::vector<c10::IValue> graph_input_values(const Program& program, const BoundInputs& inputs);
+
 class Interpreter {
  public:
   /// Plans every node (subgraphs included). Throws pt2diff::Error(Unsupported) listing every op the
@@ -82,6 +97,12 @@ class Interpreter {
   /// Runs native and fp64 side by side, node by node, plus every node's local run, calling
   /// `on_node` after each top-level node. Values are freed after their last use in both runs, so
   /// memory stays that of two runs, however long the graph.
+  /// Runs a region alone in native dtypes: `inputs` holds one value per RegionSpec::inputs entry;
+  /// returns one value per RegionSpec::outputs entry. Exploded regions run each node on the given
+  /// values of its inputs. Honors RunOptions::after_node; precision must be Native.
+  std::vector<c10::IValue> run_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs,
+                                      const RunOptions& options = {}) const;
+
   LockstepResult run_lockstep(const BoundInputs& inputs, const std::function<void(const NodeStep&)>& on_node) const;
 
  private:

@@ -1,0 +1,45 @@
+// engine/backends/eager_backend.cpp — "eager": the interpreter in the graph's own dtypes. As the
+// compiled side it measures the noise floor (compiled == eager, so every verdict passes).
+#include <chrono>
+
+#include "engine/backends/backends.h"
+
+namespace pt2diff {
+
+namespace {
+
+class InterpretedRegion final : public CompiledRegion {
+ public:
+  InterpretedRegion(const Interpreter& interpreter, RegionSpec region, const RunOptions& options)
+      : interpreter_(interpreter), region_(std::move(region)), options_(options) {}
+
+  std::vector<c10::IValue> run(const std::vector<c10::IValue>& inputs) override {
+    const auto start = std::chrono::steady_clock::now();
+    auto outputs = interpreter_.run_region(region_, inputs, options_);
+    last_run_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return outputs;
+  }
+
+ private:
+  const Interpreter& interpreter_;
+  RegionSpec region_;
+  const RunOptions& options_;
+};
+
+}  // namespace
+
+InterpreterBackend::InterpreterBackend(const Program& program, std::string name, std::function<void(const Node&, NodeCall&)> after_node)
+    : interpreter_(program), name_(std::move(name)) {
+  options_.after_node = std::move(after_node);
+}
+
+std::unique_ptr<CompiledRegion> InterpreterBackend::compile(const RegionSpec& region, const std::vector<c10::IValue>&) {
+  last_compile_seconds_ = 0;  // nothing to compile: kernels were planned when the backend was made
+  return std::make_unique<InterpretedRegion>(interpreter_, region, options_);
+}
+
+std::unique_ptr<Backend> make_eager_backend(const Program& program) {
+  return std::make_unique<InterpreterBackend>(program, "eager", nullptr);
+}
+
+}  // namespace pt2diff

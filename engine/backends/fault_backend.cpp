@@ -1,0 +1,231 @@
+// engine/backends/fault_backend.cpp — "fault:WHERE:KIND[=AMOUNT]": the eager backend with one planted,
+// deterministic fault. Tests and benchmarks use it to exercise localization without a compiler, and
+// the docs use it to show what a real divergence looks like.
+//
+//   WHERE   a node name ("mm_1"), or OP#K: the K-th node (1-based, graph order) whose op is OP
+//           ("aten.mm#2", "mm#2" and "aten.mm.default#2" all name the same node)
+//   KIND    scale[=d]   every floating output times (1 + d)                       (d = 0.01)
+//           noise[=s]   plus s * RMS(output) * N(0, 1), from a generator seeded by the node's name (s = 0.01)
+//           bf16        rounded to bfloat16 and back: a promotion bug
+//           reorder     the op recomputed with its reduction in reverse order (mm, bmm, addmm, baddbmm,
+//                       linear, matmul, convolution, sum, mean, softmax, log_softmax)
+//           nan         the first element becomes NaN
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/randn.h>
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <functional>
+
+#include "engine/backends/backends.h"
+#include "graphs/graph_text.h"
+#include "pt2diff/error.h"
+
+namespace pt2diff {
+
+namespace {
+
+enum class FaultKind { Scale, Noise, Bf16, Reorder, Nan };
+
+struct Fault {
+  FaultKind kind = FaultKind::Scale;
+  double amount = 0.01;
+  std::string node;  ///< the node it is planted at
+};
+
+[[noreturn]] void bad_spec(const std::string& spec, const std::string& why) {
+  throw Error(Error::Kind::Usage, fmt::format("--compiled fault:{}: {} (form: fault:NODE|OP#K:scale[=d]|noise[=s]|bf16|reorder|nan)",
+                                              spec, why));
+}
+
+/// "aten.mm.default" → "mm"; "aten.mm" → "mm"; "mm" → "mm".
+std::string op_name(std::string op) {
+  if (op.rfind("aten.", 0) == 0) op = op.substr(5);
+  if (auto dot = op.find('.'); dot != std::string::npos) op = op.substr(0, dot);
+  return op;
+}
+
+std::string node_op(const Node& n) { return op_name(short_target(n.target)); }
+
+const std::vector<std::string>& reorderable_ops() {
+  static const std::vector<std::string> ops = {"mm", "bmm", "addmm", "baddbmm", "linear", "matmul", "convolution",
+                                               "sum", "mean", "_softmax", "softmax", "_log_softmax", "log_softmax"};
+  return ops;
+}
+
+const Node& find_node(const Graph& g, const std::string& spec, const std::string& where) {
+  if (auto hash = where.rfind('#'); hash != std::string::npos) {
+    const std::string op = op_name(where.substr(0, hash));
+    int64_t k = 0;
+    try {
+      k = std::stoll(where.substr(hash + 1));
+    } catch (const std::exception&) {
+      bad_spec(spec, fmt::format("'{}' is not a number", where.substr(hash + 1)));
+    }
+    int64_t seen = 0;
+    for (const Node& n : g.nodes())
+      if (node_op(n) == op && ++seen == k) return n;
+    bad_spec(spec, fmt::format("the graph has {} node{} of op '{}', not {}", seen, seen == 1 ? "" : "s", op, k));
+  }
+  for (const Node& n : g.nodes())
+    if (n.name == where) return n;
+  std::vector<std::string> names;
+  for (const Node& n : g.nodes())
+    if (names.size() < 8) names.push_back(n.name);
+  bad_spec(spec, fmt::format("no node named '{}' (nodes: {}{})", where, fmt::join(names, ", "), g.nodes().size() > 8 ? ", ..." : ""));
+}
+
+Fault parse_fault(const std::string& spec, const Graph& g) {
+  auto colon = spec.rfind(':');
+  if (colon == std::string::npos || colon == 0) bad_spec(spec, "no KIND");
+  Fault f;
+  const Node& node = find_node(g, spec, spec.substr(0, colon));
+  f.node = node.name;
+  std::string kind = spec.substr(colon + 1);
+  std::string amount;
+  if (auto eq = kind.find('='); eq != std::string::npos) {
+    amount = kind.substr(eq + 1);
+    kind = kind.substr(0, eq);
+  }
+  if (kind == "scale") f.kind = FaultKind::Scale;
+  else if (kind == "noise") f.kind = FaultKind::Noise;
+  else if (kind == "bf16") f.kind = FaultKind::Bf16;
+  else if (kind == "reorder") f.kind = FaultKind::Reorder;
+  else if (kind == "nan") f.kind = FaultKind::Nan;
+  else bad_spec(spec, fmt::format("unknown kind '{}'", kind));
+  if (!amount.empty()) {
+    if (f.kind != FaultKind::Scale && f.kind != FaultKind::Noise) bad_spec(spec, fmt::format("'{}' takes no amount", kind));
+    try {
+      size_t used = 0;
+      f.amount = std::stod(amount, &used);
+      if (used != amount.size()) throw std::invalid_argument(amount);
+    } catch (const std::exception&) {
+      bad_spec(spec, fmt::format("amount '{}' is not a number", amount));
+    }
+  }
+  if (f.kind == FaultKind::Reorder) {
+    const auto& ops = reorderable_ops();
+    if (std::find(ops.begin(), ops.end(), node_op(node)) == ops.end())
+      bad_spec(spec, fmt::format("node '{}' is {}, which has no reduction to reorder (reorder works on {})", node.name,
+                                 short_target(node.target), fmt::join(ops, ", ")));
+  }
+  return f;
+}
+
+/// The literal int list argument `name` of a node ("dim"), or empty when absent or None.
+std::vector<int64_t> int_list_argument(const Node& n, const std::string& name) {
+  for (const NamedArgument& a : n.inputs) {
+    if (a.name != name) continue;
+    if (a.arg.kind == Argument::Kind::Ints) return a.arg.as<std::vector<int64_t>>();
+    if (a.arg.kind == Argument::Kind::Int) return {a.arg.as<int64_t>()};
+  }
+  return {};
+}
+
+int64_t int_argument(const Node& n, const std::string& name, int64_t fallback) {
+  for (const NamedArgument& a : n.inputs)
+    if (a.name == name && a.arg.kind == Argument::Kind::Int) return a.arg.as<int64_t>();
+  return fallback;
+}
+
+at::Tensor tensor_at(const std::vector<c10::IValue>& inputs, size_t i, const Node& n) {
+  if (i >= inputs.size() || !inputs[i].isTensor())
+    throw Error(Error::Kind::Usage, fmt::format("fault reorder: node '{}' has no tensor input #{} (an input used twice?)", n.name, i));
+  return inputs[i].toTensor();
+}
+
+/// The node recomputed with its reduction walked in reverse: the same math, another rounding order.
+std::vector<c10::IValue> reordered(const Node& n, NodeCall& call) {
+  const std::string op = node_op(n);
+  std::vector<c10::IValue> in = call.inputs;
+  auto flip = [&](size_t i, int64_t dim) { in[i] = tensor_at(in, i, n).flip({dim}); };
+  if (op == "mm") { flip(0, 1); flip(1, 0); return call.rerun(in); }
+  if (op == "bmm") { flip(0, 2); flip(1, 1); return call.rerun(in); }
+  if (op == "addmm") { flip(1, 1); flip(2, 0); return call.rerun(in); }
+  if (op == "baddbmm") { flip(1, 2); flip(2, 1); return call.rerun(in); }
+  if (op == "linear") { flip(0, -1); flip(1, 1); return call.rerun(in); }
+  if (op == "matmul") {
+    const at::Tensor a = tensor_at(in, 0, n), b = tensor_at(in, 1, n);
+    flip(0, -1);
+    flip(1, b.dim() == 1 ? 0 : -2);
+    return call.rerun(in);
+  }
+  if (op == "convolution") {
+    if (int_argument(n, "groups", 1) != 1) throw Error(Error::Kind::Usage, fmt::format("fault reorder: '{}' is a grouped convolution", n.name));
+    flip(0, 1);
+    flip(1, 1);
+    return call.rerun(in);
+  }
+  if (op == "sum" || op == "mean") {
+    at::Tensor x = tensor_at(in, 0, n);
+    std::vector<int64_t> dims = int_list_argument(n, "dim");
+    if (dims.empty())
+      for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
+    in[0] = x.flip(dims);
+    return call.rerun(in);
+  }
+  // softmax family: flip along the softmax dim, then flip the result back into place.
+  const int64_t dim = int_argument(n, "dim", -1);
+  flip(0, dim);
+  std::vector<c10::IValue> out = call.rerun(in);
+  for (c10::IValue& v : out)
+    if (v.isTensor()) v = v.toTensor().flip({dim});
+  return out;
+}
+
+uint64_t seed_of(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a: the same noise on every run and machine
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+void plant(const Fault& f, const Node& n, NodeCall& call) {
+  if (n.name != f.node) return;
+  if (f.kind == FaultKind::Reorder) {
+    call.outputs = reordered(n, call);
+    return;
+  }
+  for (c10::IValue& v : call.outputs) {
+    if (!v.isTensor() || !v.toTensor().is_floating_point()) continue;
+    at::Tensor t = v.toTensor();
+    switch (f.kind) {
+      case FaultKind::Scale: t = t.mul(1 + f.amount); break;
+      case FaultKind::Noise: {
+        at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed_of(n.name));
+        at::Tensor z = at::randn(t.sizes(), gen, t.options().dtype(at::kDouble).device(at::kCPU));
+        at::Tensor wide = t.to(at::kDouble);
+        const double rms = wide.numel() ? wide.pow(2).mean().sqrt().item<double>() : 0;
+        t = wide.add(z.to(t.device()), f.amount * rms).to(t.scalar_type());
+        break;
+      }
+      case FaultKind::Bf16: t = t.to(at::kBFloat16).to(t.scalar_type()); break;
+      case FaultKind::Nan:
+        t = t.clone();
+        if (t.numel()) t.view(-1)[0].fill_(std::numeric_limits<double>::quiet_NaN());
+        break;
+      case FaultKind::Reorder: break;
+    }
+    v = t;
+  }
+}
+
+std::string describe(const Fault& f) {
+  switch (f.kind) {
+    case FaultKind::Scale: return fmt::format("fault: scale by 1{:+g} at {}", f.amount, f.node);
+    case FaultKind::Noise: return fmt::format("fault: noise {:g} x RMS at {}", f.amount, f.node);
+    case FaultKind::Bf16: return fmt::format("fault: bf16 rounding at {}", f.node);
+    case FaultKind::Reorder: return fmt::format("fault: reversed reduction order at {}", f.node);
+    case FaultKind::Nan: return fmt::format("fault: NaN at {}", f.node);
+  }
+  return "fault";
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_fault_backend(const std::string& spec, const Program& program) {
+  Fault fault = parse_fault(spec, program.ir.graph);
+  return std::make_unique<InterpreterBackend>(program, describe(fault),
+                                              [fault](const Node& n, NodeCall& call) { plant(fault, n, call); });
+}
+
+}  // namespace pt2diff

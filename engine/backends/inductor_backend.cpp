@@ -1,0 +1,43 @@
+// engine/backends/inductor_backend.cpp — "inductor": the shipped Python worker (inductor_worker.py)
+// compiling regions with Inductor's JIT (compile_fx), in the venv pt2diff was built against.
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "engine/backends/backends.h"
+#include "engine/backends/worker_backend.h"
+#include "pt2diff/error.h"
+
+namespace pt2diff {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string from_env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string worker_script() {
+  if (std::string env = from_env("PT2DIFF_WORKER"); !env.empty()) return env;
+  for (const char* candidate : {PT2DIFF_SOURCE_WORKER, PT2DIFF_INSTALLED_WORKER})
+    if (fs::exists(candidate)) return candidate;
+  throw Error(Error::Kind::Usage, fmt::format("cannot find inductor_worker.py (looked at {} and {}): set PT2DIFF_WORKER",
+                                              PT2DIFF_SOURCE_WORKER, PT2DIFF_INSTALLED_WORKER));
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_inductor_backend(const Program& program, const BackendOptions& options) {
+  std::string python = !options.python.empty() ? options.python : from_env("PT2DIFF_PYTHON");
+  if (python.empty()) python = PT2DIFF_DEFAULT_PYTHON;
+  std::string cache = !options.inductor_cache_dir.empty() ? options.inductor_cache_dir : from_env("PT2DIFF_INDUCTOR_CACHE");
+  if (cache.empty()) cache = (fs::path(from_env("HOME").empty() ? "/tmp" : from_env("HOME")) / ".cache/pt2diff/inductor").string();
+  std::vector<std::string> argv = {python, worker_script(), "--cache-dir", cache};
+  std::string name = fmt::format("inductor ({})", options.device);
+  for (const std::string& kv : options.inductor_config) name += " " + kv;
+  return std::make_unique<WorkerBackend>(program, std::move(argv), "inductor worker", name, options);
+}
+
+}  // namespace pt2diff

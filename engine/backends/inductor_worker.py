@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""pt2diff's Inductor worker: compiles regions of a torch.export archive with Inductor and runs them.
+
+Glue only. It speaks the worker protocol (docs/worker-protocol.md): one JSON request per line on stdin,
+one JSON reply per line on stdout. Tensors travel as torch.save files in a directory the engine owns;
+they are loaded with weights_only=True. Anything the worker prints for humans goes to stderr.
+
+    python inductor_worker.py [--cache-dir DIR]
+"""
+import argparse
+import ast
+import json
+import os
+import sys
+import time
+import traceback
+
+PROTOCOL = 1
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cache-dir", default=os.path.expanduser("~/.cache/pt2diff/inductor"),
+                   help="Inductor's cache directory (FX graph cache and kernel code)")
+    return p.parse_args()
+
+
+ARGS = parse_args()
+# Before torch is imported: Inductor reads its cache location once.
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", ARGS.cache_dir)
+# The engine reads stdout as the protocol channel: keep everything else off it.
+PROTOCOL_OUT = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+
+import operator  # noqa: E402
+
+import torch  # noqa: E402
+import torch.fx  # noqa: E402
+from torch._export.serde import serialize as _serde  # noqa: E402
+from torch.utils import _pytree  # noqa: E402
+
+
+class Failure(Exception):
+    """A typed failure: `kind` is one of the protocol's error kinds."""
+
+    def __init__(self, kind, message, details=None):
+        super().__init__(message)
+        self.kind = kind
+        self.details = details
+
+
+def _tolerant_treespec_loads(text):
+    # The worker never calls the program with its user-facing pytrees, so an output container whose
+    # Python class is not importable here (transformers' BaseModelOutput, ...) must not stop a load.
+    try:
+        return _original_treespec_loads(text)
+    except Exception:
+        return _pytree.LeafSpec()
+
+
+_original_treespec_loads = _serde.treespec_loads
+_serde.treespec_loads = _tolerant_treespec_loads
+
+
+def config_value(text):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+class Worker:
+    def __init__(self):
+        self.program = None
+        self.by_name = {}        # value or node name -> fx node of the archive's graph
+        self.state = {}          # placeholder name -> weight tensor (parameters, buffers, constants)
+        self.device = "cpu"
+        self.regions = {}        # region id -> (compiled callable, input names, state names)
+
+    # --- requests ----------------------------------------------------------------------------
+    def hello(self, req):
+        return {"worker": "inductor", "protocol": PROTOCOL, "torch": torch.__version__,
+                "cache_dir": os.environ["TORCHINDUCTOR_CACHE_DIR"]}
+
+    def load(self, req):
+        path = req["archive"]
+        self.device = req.get("device", "cpu")
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise Failure("load_failed", f"--device {self.device}: this worker's torch {torch.__version__} sees no CUDA device")
+        try:
+            ep = torch.export.load(path)
+        except Exception as e:  # noqa: BLE001 - any loader error is the archive's problem
+            raise Failure("load_failed", f"torch.export.load({path}) failed: {type(e).__name__}: {e}")
+        self.program = ep
+        gm = ep.graph_module
+        self.by_name = {n.name: n for n in gm.graph.nodes}
+        sig = ep.graph_signature
+        state = {}
+        for spec in sig.input_specs:
+            if spec.target is None:
+                continue
+            if spec.target in ep.state_dict:
+                state[spec.arg.name] = ep.state_dict[spec.target]
+            elif spec.target in ep.constants:
+                state[spec.arg.name] = ep.constants[spec.target]
+        self.state = {k: (v.to(self.device) if isinstance(v, torch.Tensor) else v) for k, v in state.items()}
+        self.regions = {}
+        return {"nodes": sum(1 for n in gm.graph.nodes if n.op == "call_function" and n.target is not operator.getitem)}
+
+    def compile(self, req):
+        if self.program is None:
+            raise Failure("bad_request", "compile before load")
+        gm, input_names = self.region_module(req["nodes"], req["inputs"], req["outputs"], bool(req.get("exploded")))
+        example = self.region_inputs(req["example_inputs"], input_names)
+        config = {k: config_value(v) for k, v in req.get("config", {}).items()}
+        from torch._inductor import config as inductor_config
+        try:
+            patch = inductor_config.patch(config)
+        except Exception as e:  # noqa: BLE001
+            raise Failure("bad_request", f"Inductor config {config}: {e}")
+        try:
+            # The same entry point as a user's torch.compile (Dynamo, AOTAutograd, Inductor), so the
+            # numbers are those the user sees. It compiles on the first call: that call is the compile.
+            # Inference (no_grad): the forward a deployed model runs. Under autograd Inductor compiles a
+            # training graph whose partitioner may keep low-precision activations for backward, and
+            # that changes the forward's rounding.
+            compiled = torch.compile(gm, backend="inductor", fullgraph=True, dynamic=False)
+            with patch, torch.no_grad():
+                compiled(*example)
+        except Exception as e:  # noqa: BLE001 - the compiler's message is the point
+            raise Failure("compile_failed", f"{type(e).__name__}: {first_line(str(e))}", traceback.format_exc())
+        self.regions[req["region"]] = (compiled, input_names)
+        return {}
+
+    def run(self, req):
+        region = self.regions.get(req["region"])
+        if region is None:
+            raise Failure("bad_request", f"no compiled region '{req['region']}'")
+        compiled, input_names = region
+        inputs = self.region_inputs(req["inputs"], input_names)
+        try:
+            with torch.no_grad():
+                outputs = compiled(*inputs)
+        except Exception as e:  # noqa: BLE001
+            raise Failure("run_failed", f"{type(e).__name__}: {first_line(str(e))}", traceback.format_exc())
+        outputs = [o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outputs]
+        torch.save(outputs, req["outputs_file"])
+        return {}
+
+    def forget(self, req):
+        self.regions.pop(req["region"], None)
+        return {}
+
+    # --- regions ----------------------------------------------------------------------------
+    def node(self, name, role):
+        n = self.by_name.get(name)
+        if n is None:
+            raise Failure("bad_request", f"{role} '{name}' is not in the archive's graph")
+        return n
+
+    def region_module(self, node_names, input_names, output_names, exploded):
+        """A GraphModule of the named nodes. Fused: nodes read each other. Exploded: every node reads
+        placeholders only, so each op is compiled on its own inputs (one graph, independent ops)."""
+        graph = self.program.graph_module.graph
+        chosen = {self.node(n, "node").name for n in node_names}
+        nodes = [n for n in graph.nodes
+                 if n.name in chosen or (n.target is operator.getitem and n.args[0].name in chosen)]
+        inside = set(nodes)
+        new = torch.fx.Graph()
+        placeholders = {}
+        for name in input_names:
+            source = self.node(name, "input")
+            ph = new.placeholder(name)
+            placeholders[source] = ph
+        copies = {}
+
+        def arg_for(user, a):
+            if a.op == "get_attr":  # a subgraph of a higher-order op
+                if a not in copies:
+                    copies[a] = new.get_attr(a.target)
+                return copies[a]
+            multi_output_part = user.target is operator.getitem and a in inside
+            if a in inside and (not exploded or multi_output_part):
+                return copies[a]
+            if a in placeholders:
+                return placeholders[a]
+            raise Failure("bad_request", f"node '{user.name}' reads '{a.name}', which is neither a region input "
+                                         + ("" if exploded else "nor defined in the region"))
+
+        for n in nodes:
+            copies[n] = new.node_copy(n, lambda a, user=n: arg_for(user, a))
+            copies[n].meta = {k: n.meta[k] for k in ("stack_trace", "nn_module_stack") if k in n.meta}
+        outs = []
+        for name in output_names:
+            source = self.node(name, "output")
+            if source in copies:
+                outs.append(copies[source])
+            elif source in placeholders:
+                outs.append(placeholders[source])
+            else:
+                raise Failure("bad_request", f"output '{name}' is not defined in the region")
+        new.output(tuple(outs))
+        return torch.fx.GraphModule(self.program.graph_module, new), list(input_names)
+
+    def region_inputs(self, path, input_names):
+        try:
+            sent = dict(torch.load(path, weights_only=True))  # a tuple of (name, value) pairs
+        except Exception as e:  # noqa: BLE001
+            raise Failure("bad_request", f"cannot read inputs {path}: {first_line(str(e))}", str(e))
+        values = []
+        for name in input_names:
+            if name in sent:
+                v = sent[name]
+            elif name in self.state:
+                v = self.state[name]
+            else:
+                raise Failure("bad_request", f"no value for region input '{name}'")
+            values.append(v.to(self.device) if isinstance(v, torch.Tensor) else v)
+        return values
+
+
+def first_line(text):
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return text
+
+
+def main():
+    worker = Worker()
+    handlers = {"hello": worker.hello, "load": worker.load, "compile": worker.compile, "run": worker.run,
+                "forget": worker.forget}
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        start = time.perf_counter()
+        reply = {}
+        try:
+            req = json.loads(line)
+            reply["id"] = req.get("id")
+            op = req.get("op")
+            if op == "shutdown":
+                PROTOCOL_OUT.write(json.dumps({"id": reply["id"], "ok": True, "seconds": 0.0}) + "\n")
+                return
+            handler = handlers.get(op)
+            if handler is None:
+                raise Failure("bad_request", f"unknown op '{op}'")
+            reply.update(handler(req))
+            reply["ok"] = True
+        except Failure as f:
+            reply.update({"ok": False, "error": f.kind, "message": first_line(str(f))})
+            if f.details:
+                reply["details"] = f.details
+        except Exception as e:  # noqa: BLE001 - a bug in the worker is reported, never a silent death
+            reply.update({"ok": False, "error": "worker_error", "message": f"{type(e).__name__}: {first_line(str(e))}",
+                          "details": traceback.format_exc()})
+        reply["seconds"] = time.perf_counter() - start
+        if not reply["ok"] and reply.get("details"):
+            print(reply["details"], file=sys.stderr, flush=True)  # the full story, in the worker's log
+            del reply["details"]
+        PROTOCOL_OUT.write(json.dumps(reply) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+// engine/backends/region_spec.cpp — the regions backends compile: the whole graph, fused node sets
+// and exploded ops.
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "graphs/dag.h"
+#include "pt2diff/backend.h"
+
+namespace pt2diff {
+
+namespace {
+void add_once(std::vector<ValueId>& list, ValueId v) {
+  if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+}
+}  // namespace
+
+RegionSpec RegionSpec::whole_graph(const ExportedGraph& ir) {
+  RegionSpec r;
+  const Graph& g = ir.graph;
+  for (const Node& n : g.nodes()) r.nodes.push_back(n.id);
+  r.inputs = g.input_values();
+  for (ValueId v : g.output_values()) add_once(r.outputs, v);
+  return r;
+}
+
+RegionSpec RegionSpec::fused(const Graph& graph, std::vector<NodeId> nodes, std::vector<ValueId> outputs) {
+  RegionSpec r;
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  Dag dag(graph);
+  Region region{nodes};
+  r.inputs = dag.frontier(region).inputs;
+  r.nodes = std::move(nodes);
+  r.outputs = std::move(outputs);
+  return r;
+}
+
+RegionSpec RegionSpec::exploded_ops(const Graph& graph, std::vector<NodeId> nodes) {
+  RegionSpec r;
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  for (NodeId id : nodes) {
+    const Node& n = graph.node(id);
+    for (ValueId v : n.input_values())
+      if (graph.value(v).kind != ValueKind::CustomObj) add_once(r.inputs, v);
+    for (ValueId v : n.output_values()) r.outputs.push_back(v);
+  }
+  r.nodes = std::move(nodes);
+  r.exploded = true;
+  return r;
+}
+
+std::string RegionSpec::describe(const Graph& graph) const {
+  if (nodes.empty()) return "no nodes";
+  const std::string first = graph.node(nodes.front()).name, last = graph.node(nodes.back()).name;
+  return fmt::format("{} node{}{}, {}{}", nodes.size(), nodes.size() == 1 ? "" : "s", exploded ? " exploded" : "", first,
+                     nodes.size() == 1 ? "" : " .. " + last);
+}
+
+const char* BackendFailure::kind_name() const {
+  switch (kind_) {
+    case Kind::CompileFailed: return "compile_failed";
+    case Kind::RunFailed: return "run_failed";
+    case Kind::WorkerDied: return "worker_died";
+    case Kind::TimedOut: return "timed_out";
+    case Kind::Unusable: return "unusable";
+  }
+  return "unknown";
+}
+
+}  // namespace pt2diff

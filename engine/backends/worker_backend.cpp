@@ -1,0 +1,268 @@
+// engine/backends/worker_backend.cpp — the engine's side of the worker protocol: start, hello, load,
+// compile, run, shutdown; tensors through torch.save files in a private directory; every failure typed.
+#include "engine/backends/worker_backend.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "engine/backends/worker_process.h"
+#include "graphs/archive.h"
+#include "graphs/torch_save.h"
+#include "pt2diff/error.h"
+
+namespace pt2diff {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+/// A private directory for tensor files: in memory (/dev/shm) where available.
+fs::path make_exchange_dir() {
+  std::vector<fs::path> bases;
+  if (fs::is_directory("/dev/shm") && access("/dev/shm", W_OK) == 0) bases.push_back("/dev/shm");
+  bases.push_back(fs::temp_directory_path());
+  for (const fs::path& base : bases) {
+    std::string pattern = (base / "pt2diff-XXXXXX").string();
+    if (mkdtemp(pattern.data())) return pattern;
+  }
+  throw Error(Error::Kind::Usage, "cannot create a private temporary directory for the worker's tensors (set TMPDIR)");
+}
+
+std::string last_lines(const fs::path& file, size_t count) {
+  std::ifstream in(file);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line.find("Warning") == std::string::npos) lines.push_back(line);
+  std::string out;
+  for (size_t i = lines.size() > count ? lines.size() - count : 0; i < lines.size(); ++i) out += (out.empty() ? "" : " | ") + lines[i];
+  return out;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+class WorkerRegion final : public CompiledRegion {
+ public:
+  WorkerRegion(WorkerBackend& backend, std::string id, RegionSpec region) : backend_(backend), id_(std::move(id)), region_(std::move(region)) {}
+  std::vector<c10::IValue> run(const std::vector<c10::IValue>& inputs) override {
+    return backend_.run(id_, region_, inputs, last_run_seconds_);
+  }
+
+ private:
+  WorkerBackend& backend_;
+  std::string id_;
+  RegionSpec region_;
+};
+
+struct WorkerBackend::Impl {
+  const Program& program;
+  std::vector<std::string> argv;
+  std::string label;
+  BackendOptions options;
+  fs::path dir;
+  std::unique_ptr<WorkerProcess> process;
+  std::set<ValueId> state_values;            ///< weights: the worker reads them from the archive itself
+  std::map<std::string, json> compiles;      ///< region id → its compile request, replayed after a restart
+  std::set<std::string> compiled_here;       ///< regions the current worker process has compiled
+  int restarts = 0;
+  bool dead = false;                         ///< died after its one restart: every request fails fast
+  int next_id = 0;
+  int files = 0;
+
+  Impl(const Program& p, std::vector<std::string> a, std::string l, const BackendOptions& o)
+      : program(p), argv(std::move(a)), label(std::move(l)), options(o), dir(make_exchange_dir()) {
+    for (const InputSpec& spec : program.ir.input_specs)
+      if (spec.kind == InputSpec::Kind::Parameter || spec.kind == InputSpec::Kind::Buffer ||
+          spec.kind == InputSpec::Kind::TensorConstant)
+        for (ValueId v : spec.arg.values()) state_values.insert(v);
+  }
+
+  ~Impl() {
+    if (process) {
+      // A polite shutdown; the process group is killed by ~WorkerProcess either way.
+      if (process->write_line(R"({"op": "shutdown"})")) {
+        std::string line;
+        process->read_line(line, 5, nullptr);
+      }
+      process.reset();
+    }
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+
+  fs::path stderr_log() const { return dir / "worker-stderr.log"; }
+
+  std::string died_message(const std::string& activity) {
+    std::string how = process ? process->exit_description() : "did not start";
+    std::string tail = last_lines(stderr_log(), 3);
+    return fmt::format("the {} died while {} ({}){}", label, activity, how, tail.empty() ? "" : ": " + tail);
+  }
+
+  /// One request and its reply, on the running worker. Death and timeouts are thrown typed.
+  json exchange(json req, const std::string& activity) {
+    req["id"] = ++next_id;
+    if (!process->write_line(req.dump())) throw BackendFailure(BackendFailure::Kind::WorkerDied, died_message(activity));
+    std::string line;
+    auto tick = [&](double elapsed) {
+      if (options.on_wait) options.on_wait(activity, elapsed);
+    };
+    switch (process->read_line(line, options.timeout_seconds, tick)) {
+      case WorkerProcess::Read::Closed: throw BackendFailure(BackendFailure::Kind::WorkerDied, died_message(activity));
+      case WorkerProcess::Read::TimedOut:
+        process->kill();
+        process.reset();
+        compiled_here.clear();
+        throw BackendFailure(BackendFailure::Kind::TimedOut,
+                             fmt::format("the {} gave no answer within {:g} s while {} and was killed (raise --timeout if it "
+                                         "is only slow)", label, options.timeout_seconds, activity));
+      case WorkerProcess::Read::Line: break;
+    }
+    json reply;
+    try {
+      reply = json::parse(line);
+    } catch (const json::exception&) {
+      throw BackendFailure(BackendFailure::Kind::RunFailed,
+                           fmt::format("the {} answered with a line that is not JSON while {}: '{}' (a worker must keep "
+                                       "stdout for the protocol)", label, activity, line.substr(0, 200)));
+    }
+    if (!reply.is_object() || reply.value("id", -1) != req["id"].get<int>())
+      throw BackendFailure(BackendFailure::Kind::RunFailed,
+                           fmt::format("the {} answered out of turn while {}: {}", label, activity, line.substr(0, 200)));
+    return reply;
+  }
+
+  void start() {
+    process.reset();
+    compiled_here.clear();
+    try {
+      process = std::make_unique<WorkerProcess>(argv, stderr_log().string());
+    } catch (const std::exception& e) {
+      throw BackendFailure(BackendFailure::Kind::Unusable, fmt::format("cannot start the {}: {}", label, e.what()));
+    }
+    const std::string starting = "starting the " + label;
+    json hello = checked(exchange({{"op", "hello"}}, starting), starting, BackendFailure::Kind::Unusable);
+    if (hello.value("protocol", 0) != 1)
+      throw BackendFailure(BackendFailure::Kind::Unusable,
+                           fmt::format("the {} speaks protocol {}, pt2diff speaks 1", label, hello.value("protocol", 0)));
+    checked(exchange({{"op", "load"}, {"archive", fs::absolute(program.path).string()}, {"model", program.model_name},
+                      {"device", options.device}},
+                     "loading the archive"),
+            "loading the archive", BackendFailure::Kind::Unusable);
+  }
+
+  /// The reply when ok; otherwise its failure, typed by what the worker says went wrong.
+  json checked(json reply, const std::string& activity, BackendFailure::Kind otherwise) {
+    if (reply.value("ok", false)) return reply;
+    const std::string kind = reply.value("error", std::string("unknown"));
+    const std::string message = first_line(reply.value("message", std::string()));
+    BackendFailure::Kind k = kind == "compile_failed" ? BackendFailure::Kind::CompileFailed
+                             : kind == "run_failed"   ? BackendFailure::Kind::RunFailed
+                                                      : otherwise;
+    throw BackendFailure(k, fmt::format("{} ({} while {}): {}", label, kind, activity, message));
+  }
+
+  /// Sends a request to a live worker, starting it first; a death is survived by one restart.
+  json request(const json& req, const std::string& activity, BackendFailure::Kind otherwise, const std::string& region = "") {
+    if (dead) throw BackendFailure(BackendFailure::Kind::WorkerDied, fmt::format("the {} died twice: no more requests", label));
+    for (;;) {
+      try {
+        if (!process) start();
+        if (!region.empty() && !compiled_here.count(region)) {
+          checked(exchange(compiles.at(region), "compiling " + region + " again after a restart"), activity,
+                  BackendFailure::Kind::CompileFailed);
+          compiled_here.insert(region);
+        }
+        return checked(exchange(req, activity), activity, otherwise);
+      } catch (const BackendFailure& f) {
+        if (f.kind() != BackendFailure::Kind::WorkerDied) throw;
+        process.reset();
+        compiled_here.clear();
+        if (restarts >= 1) {
+          dead = true;
+          throw;
+        }
+        ++restarts;  // once: a worker that dies twice on the same request would die a third time
+      }
+    }
+  }
+
+  std::string write_values(const RegionSpec& region, const std::vector<c10::IValue>& values, const std::string& stem) {
+    const Graph& g = program.ir.graph;
+    std::vector<std::pair<std::string, c10::IValue>> named;
+    for (size_t i = 0; i < region.inputs.size(); ++i)
+      if (!state_values.count(region.inputs[i])) named.emplace_back(g.value(region.inputs[i]).name, values.at(i));
+    fs::path p = dir / fmt::format("{}-{}.pt", stem, ++files);
+    std::ofstream out(p, std::ios::binary);
+    const std::string bytes = to_torch_save(named);
+    if (!out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+      throw BackendFailure(BackendFailure::Kind::RunFailed, fmt::format("cannot write {} (disk full?)", p.string()));
+    return p.string();
+  }
+};
+
+WorkerBackend::WorkerBackend(const Program& program, std::vector<std::string> argv, std::string label, std::string name,
+                             const BackendOptions& options)
+    : impl_(std::make_unique<Impl>(program, std::move(argv), std::move(label), options)), name_(std::move(name)) {}
+
+WorkerBackend::~WorkerBackend() = default;
+
+std::unique_ptr<CompiledRegion> WorkerBackend::compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) {
+  const Graph& g = impl_->program.ir.graph;
+  const std::string id = fmt::format("region{}", impl_->compiles.size() + 1);
+  json nodes = json::array(), inputs = json::array(), outputs = json::array();
+  for (NodeId n : region.nodes) nodes.push_back(g.node(n).name);
+  for (ValueId v : region.inputs) inputs.push_back(g.value(v).name);
+  for (ValueId v : region.outputs) outputs.push_back(g.value(v).name);
+  json config = json::object();
+  for (const std::string& kv : impl_->options.inductor_config) {
+    auto eq = kv.find('=');
+    config[kv.substr(0, eq)] = eq == std::string::npos ? "True" : kv.substr(eq + 1);
+  }
+  json req = {{"op", "compile"}, {"region", id},        {"nodes", nodes},   {"inputs", inputs},
+              {"outputs", outputs}, {"exploded", region.exploded}, {"config", config},
+              {"example_inputs", impl_->write_values(region, example_inputs, id + "-example")}};
+  impl_->compiles[id] = req;
+  const std::string activity = "compiling " + region.describe(g);
+  json reply = impl_->request(req, activity, BackendFailure::Kind::CompileFailed);
+  impl_->compiled_here.insert(id);
+  last_compile_seconds_ = reply.value("seconds", 0.0);
+  return std::make_unique<WorkerRegion>(*this, id, region);
+}
+
+std::vector<c10::IValue> WorkerBackend::run(const std::string& region_id, const RegionSpec& region, const std::vector<c10::IValue>& inputs,
+                                            double& seconds) {
+  const Graph& g = impl_->program.ir.graph;
+  const std::string in = impl_->write_values(region, inputs, region_id + "-in");
+  const std::string out = (impl_->dir / fmt::format("{}-out-{}.pt", region_id, ++impl_->files)).string();
+  json req = {{"op", "run"}, {"region", region_id}, {"inputs", in}, {"outputs_file", out}};
+  json reply = impl_->request(req, "running " + region.describe(g), BackendFailure::Kind::RunFailed, region_id);
+  seconds = reply.value("seconds", 0.0);
+  std::vector<c10::IValue> values;
+  try {
+    values = values_from_torch_save(read_file(out), out);
+  } catch (const Error& e) {
+    throw BackendFailure(BackendFailure::Kind::RunFailed, fmt::format("the {}'s outputs are unreadable: {}", impl_->label, e.what()));
+  }
+  std::error_code ec;
+  fs::remove(in, ec);
+  fs::remove(out, ec);
+  if (values.size() != region.outputs.size())
+    throw BackendFailure(BackendFailure::Kind::RunFailed, fmt::format("the {} returned {} values for {} outputs", impl_->label,
+                                                                      values.size(), region.outputs.size()));
+  return values;
+}
+
+}  // namespace pt2diff

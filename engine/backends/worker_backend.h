@@ -1,0 +1,32 @@
+// engine/backends/worker_backend.h — a backend whose compiler lives in another process that speaks
+// docs/worker-protocol.md: the Inductor worker, or any external:COMMAND.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pt2diff/backend.h"
+
+namespace pt2diff {
+
+class WorkerBackend final : public Backend {
+ public:
+  /// `argv` starts the worker; `label` names it in messages ("inductor worker").
+  WorkerBackend(const Program& program, std::vector<std::string> argv, std::string label, std::string name,
+                const BackendOptions& options);
+  ~WorkerBackend() override;
+  std::string name() const override { return name_; }
+  std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override;
+
+  /// Runs a region compiled by this backend (CompiledRegion::run() calls it).
+  std::vector<c10::IValue> run(const std::string& region_id, const RegionSpec& region, const std::vector<c10::IValue>& inputs,
+                               double& seconds);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string name_;
+};
+
+}  // namespace pt2diff

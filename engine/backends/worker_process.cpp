@@ -1,0 +1,132 @@
+// engine/backends/worker_process.cpp — fork/exec over Unix socket pairs. Sockets rather than pipes so
+// that a write to a dead worker fails with EPIPE (MSG_NOSIGNAL) instead of killing us with SIGPIPE.
+#include "engine/backends/worker_process.h"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace pt2diff {
+
+WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path) {
+  if (argv.empty()) throw std::runtime_error("no command to start");
+  int in[2], out[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) != 0)
+    throw std::runtime_error(fmt::format("socketpair: {}", std::strerror(errno)));
+  int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (err < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", stderr_path, std::strerror(errno)));
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  // An exec failure is reported through this pipe (closed on a successful exec).
+  int exec_error[2];
+  if (pipe2(exec_error, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error(fmt::format("fork: {}", std::strerror(errno)));
+  if (pid_ == 0) {
+    setpgid(0, 0);
+    dup2(in[1], STDIN_FILENO);
+    dup2(out[1], STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+    signal(SIGPIPE, SIG_DFL);
+    execvp(args[0], args.data());
+    int e = errno;
+    (void)!write(exec_error[1], &e, sizeof e);
+    _exit(127);
+  }
+  setpgid(pid_, pid_);  // also from the parent: no race with kill() right after the fork
+  ::close(in[1]);
+  ::close(out[1]);
+  ::close(err);
+  ::close(exec_error[1]);
+  to_child_ = in[0];
+  from_child_ = out[0];
+  int e = 0;
+  ssize_t n = read(exec_error[0], &e, sizeof e);
+  ::close(exec_error[0]);
+  if (n == sizeof e) {
+    kill();
+    throw std::runtime_error(fmt::format("cannot run '{}': {}", argv[0], std::strerror(e)));
+  }
+}
+
+WorkerProcess::~WorkerProcess() {
+  kill();
+  if (to_child_ >= 0) ::close(to_child_);
+  if (from_child_ >= 0) ::close(from_child_);
+}
+
+bool WorkerProcess::write_line(const std::string& line) {
+  std::string data = line + "\n";
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = send(to_child_, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+WorkerProcess::Read WorkerProcess::read_line(std::string& line, double timeout_seconds, const std::function<void(double)>& tick) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
+      line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      return Read::Line;
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed >= timeout_seconds) return Read::TimedOut;
+    pollfd p{from_child_, POLLIN, 0};
+    const int wait_ms = static_cast<int>(std::min(250.0, (timeout_seconds - elapsed) * 1000) + 1);
+    int ready = poll(&p, 1, wait_ms);
+    if (ready < 0 && errno != EINTR) return Read::Closed;
+    if (ready <= 0) {
+      if (tick) tick(elapsed);
+      continue;
+    }
+    char chunk[65536];
+    ssize_t n = recv(from_child_, chunk, sizeof chunk, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Read::Closed;
+    buffer_.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+void WorkerProcess::kill() {
+  if (pid_ <= 0 || reaped_) return;
+  ::kill(-pid_, SIGKILL);
+  ::kill(pid_, SIGKILL);
+  while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+}
+
+std::string WorkerProcess::exit_description() {
+  if (!reaped_) {
+    pid_t r = waitpid(pid_, &status_, WNOHANG);
+    if (r == 0) {
+      // Closed its output but still running: give it a moment to finish dying.
+      for (int i = 0; i < 20 && r == 0; ++i) {
+        usleep(50000);
+        r = waitpid(pid_, &status_, WNOHANG);
+      }
+      if (r == 0) return "running";
+    }
+    reaped_ = true;
+  }
+  if (WIFEXITED(status_)) return fmt::format("exited with status {}", WEXITSTATUS(status_));
+  if (WIFSIGNALED(status_)) return fmt::format("killed by signal {} ({})", WTERMSIG(status_), strsignal(WTERMSIG(status_)));
+  return "stopped";
+}
+
+}  // namespace pt2diff

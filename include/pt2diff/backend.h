@@ -1,0 +1,118 @@
+// pt2diff/backend.h — what plays the "compiled" side: compile a region of the graph, run it.
+//
+//   pt2diff::BackendOptions options;                      // device, Inductor config, timeout, ...
+//   auto backend = pt2diff::make_backend("inductor", program, options);
+//   pt2diff::RegionSpec whole = pt2diff::RegionSpec::whole_graph(program.ir);
+//   auto compiled = backend->compile(whole, inputs);      // throws BackendFailure on a compiler error
+//   std::vector<c10::IValue> outputs = compiled->run(inputs);
+//
+// Backends: "eager" (the interpreter in the graph's dtypes), "inductor" (a persistent Python worker
+// compiling with Inductor), "aoti:PACKAGE.pt2" (an AOTInductor package, whole graph only),
+// "external:COMMAND" (any program speaking docs/worker-protocol.md) and "fault:SPEC" (eager with a
+// planted, deterministic fault: docs/usage.md lists the kinds).
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pt2diff/graph.h"
+#include "pt2diff/program.h"
+
+namespace pt2diff {
+
+/// A piece of the graph to compile on its own: nodes, the values fed in and the values wanted out.
+struct RegionSpec {
+  std::vector<NodeId> nodes;     ///< sorted by id (topological order)
+  std::vector<ValueId> inputs;   ///< the values the region reads; run() takes one value per entry
+  std::vector<ValueId> outputs;  ///< the values the region returns, in this order
+  /// Exploded: every node reads its inputs from `inputs`, never from another node of the region, so
+  /// one compile gives every op's result on inputs of the caller's choosing (its *local* error).
+  bool exploded = false;
+
+  /// The whole graph: inputs are the graph inputs that carry a value, outputs the graph outputs.
+  static RegionSpec whole_graph(const ExportedGraph& ir);
+  /// `nodes` fused as one program; inputs are the values they read from outside, outputs `outputs`.
+  static RegionSpec fused(const Graph& graph, std::vector<NodeId> nodes, std::vector<ValueId> outputs);
+  /// `nodes` as independent ops: inputs are every value any of them reads, outputs every value they define.
+  static RegionSpec exploded_ops(const Graph& graph, std::vector<NodeId> nodes);
+  /// "42 nodes, linear .. relu_3": what a user reads in progress lines and messages.
+  std::string describe(const Graph& graph) const;
+};
+
+/// A compiler failing is an outcome, not a bug: diff() records it in the report. Thrown by
+/// Backend::compile() and CompiledRegion::run().
+class BackendFailure : public std::runtime_error {
+ public:
+  enum class Kind {
+    CompileFailed,  ///< the compiler rejected or crashed on the region (its message is kept)
+    RunFailed,      ///< the compiled code raised while running
+    WorkerDied,     ///< the worker process exited (twice: it is restarted once)
+    TimedOut,       ///< no answer within BackendOptions::timeout_seconds (the worker is killed)
+    Unusable,       ///< the backend cannot run here at all (no such package, wrong device or ISA, ...)
+  };
+  BackendFailure(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  Kind kind() const { return kind_; }
+  /// Stable name for reports: "compile_failed", "run_failed", "worker_died", "timed_out", "unusable".
+  const char* kind_name() const;
+
+ private:
+  Kind kind_;
+};
+
+/// A compiled region. run() takes one value per RegionSpec::inputs entry and returns one per output.
+class CompiledRegion {
+ public:
+  virtual ~CompiledRegion() = default;
+  virtual std::vector<c10::IValue> run(const std::vector<c10::IValue>& inputs) = 0;
+  /// Seconds of the last run() as the backend measured it (the worker times its own side).
+  double last_run_seconds() const { return last_run_seconds_; }
+
+ protected:
+  double last_run_seconds_ = 0;
+};
+
+/// Called about 4 times a second while the engine waits on a compiler: what it is doing and for how
+/// long it has waited. The CLI draws a progress line from it; a library user may log or ignore it.
+using WaitCallback = std::function<void(const std::string& activity, double elapsed_seconds)>;
+
+struct BackendOptions {
+  std::string device = "cpu";  ///< "cpu" or "cuda[:N]" (inductor, external)
+  /// Inductor config overrides, "key=value" (value as a Python literal): "emulate_precision_casts=True".
+  std::vector<std::string> inductor_config;
+  /// How long one request to a worker may take (compile, run) before it is killed and reported.
+  double timeout_seconds = 900;
+  /// Python for the Inductor worker. Empty: $PT2DIFF_PYTHON, else the venv pt2diff was built with.
+  std::string python;
+  /// Inductor's cache (FX graph and kernel caches). Empty: $PT2DIFF_INDUCTOR_CACHE, else
+  /// ~/.cache/pt2diff/inductor: kept between runs, so a second run of the same graph compiles fast.
+  std::string inductor_cache_dir;
+  WaitCallback on_wait;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  /// "inductor (cpu)", "fault: scale 0.001 at mm_1", ...
+  virtual std::string name() const = 0;
+  /// Whether compile() takes any region (true) or only RegionSpec::whole_graph (AOTI packages).
+  virtual bool compiles_regions() const { return true; }
+  /// Compiles `region` for inputs like `example_inputs` (one per RegionSpec::inputs entry; their
+  /// shapes specialize the compile). Throws BackendFailure when the compiler fails.
+  virtual std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) = 0;
+  /// Seconds the last compile() took, as the backend measured it.
+  double last_compile_seconds() const { return last_compile_seconds_; }
+
+ protected:
+  double last_compile_seconds_ = 0;
+};
+
+/// Makes a backend from its spec ("eager", "inductor", "aoti:PATH", "external:COMMAND", "fault:SPEC").
+/// Throws pt2diff::Error(Usage) for an unknown or malformed spec.
+std::unique_ptr<Backend> make_backend(const std::string& spec, const Program& program, const BackendOptions& options);
+
+}  // namespace pt2diff
