@@ -217,7 +217,7 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
           if (it == by_name.end() || !it->second->isTensor() || !ref.isTensor()) continue;
           ve.compiled_local = measure(it->second->toTensor(), ref.toTensor(), ulp_dtype);
           ve.has_compiled_local = true;
-          if (!ve.compiled_local.exact_kind) ne.compiled_local_ulp = std::max(ne.compiled_local_ulp, ve.compiled_local.max_ulp);
+          ne.compiled_local_ulp = std::max(ne.compiled_local_ulp, ve.compiled_local.exact_kind ? 0.0 : ve.compiled_local.max_ulp);
         }
       }
     }

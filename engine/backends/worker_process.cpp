@@ -124,7 +124,13 @@ std::string WorkerProcess::exit_description() {
     }
     reaped_ = true;
   }
-  if (WIFEXITED(status_)) return fmt::format("exited with status {}", WEXITSTATUS(status_));
+  if (WIFEXITED(status_)) {
+    const int code = WEXITSTATUS(status_);
+    // A shell (external:COMMAND) reports a child killed by signal N as status 128 + N.
+    if (code > 128 && code < 128 + 32)
+      return fmt::format("exited with status {}: its command was killed by signal {} ({})", code, code - 128, strsignal(code - 128));
+    return fmt::format("exited with status {}", code);
+  }
   if (WIFSIGNALED(status_)) return fmt::format("killed by signal {} ({})", WTERMSIG(status_), strsignal(WTERMSIG(status_)));
   return "stopped";
 }
