@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""pt2diff's Inductor backend gives the numbers Python's torch.compile gives (tests, run by ctest).
+
+    inductor_agreement.py PT2DIFF FIXTURES_DIR NAME...
+
+For each fixture: `pt2diff NAME.pt2 NAME_inputs.pt --save-outputs F --no-exploded`, then in this
+process `torch.compile(ep.module())` on the same inputs under torch.no_grad() (the worker compiles
+for inference), and the compiled outputs must be equal bit for bit.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+
+def user_call(inputs, ep):
+    if isinstance(inputs, dict):  # by name: keyword where the program was exported with keywords
+        _, example_kwargs = ep.example_inputs
+        return (tuple(v for k, v in inputs.items() if k not in example_kwargs),
+                {k: v for k, v in inputs.items() if k in example_kwargs})
+    if isinstance(inputs, (tuple, list)) and len(inputs) == 2 and isinstance(inputs[0], (tuple, list)) \
+            and isinstance(inputs[1], dict):
+        return tuple(inputs[0]), inputs[1]
+    return tuple(inputs), {}
+
+
+def main():
+    pt2diff, fixtures, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            base = name[:-5] if name.endswith("_core") else name
+            graph = os.path.join(fixtures, name + ".pt2")
+            inputs_file = os.path.join(fixtures, base + "_inputs.pt")
+            saved = os.path.join(tmp, name + "_outputs.pt")
+            run = subprocess.run([pt2diff, graph, inputs_file, "--save-outputs", saved, "--no-exploded"],
+                                 capture_output=True, text=True)
+            if run.returncode not in (0, 1):
+                print(f"{name}: pt2diff exited {run.returncode}: {run.stderr.strip()}")
+                failures += 1
+                continue
+            compiled, _, _ = torch.load(saved, weights_only=True)
+            ep = torch.export.load(graph)
+            args, kwargs = user_call(torch.load(inputs_file, weights_only=True), ep)
+            torch._dynamo.reset()
+            with torch.no_grad():
+                expected = torch.compile(ep.module())(*args, **kwargs)
+            expected = [t for t in torch.utils._pytree.tree_leaves(expected) if isinstance(t, torch.Tensor)]
+            # pt2diff reports user outputs first, in signature order: the leaves of the user's output.
+            if len(compiled) < len(expected):
+                print(f"{name}: pt2diff saved {len(compiled)} outputs, torch.compile returned {len(expected)}")
+                failures += 1
+                continue
+            for i, (got, want) in enumerate(zip(compiled, expected)):
+                same = got is not None and got.dtype == want.dtype and got.shape == want.shape and torch.equal(got, want)
+                if not same:
+                    diff = (got.double() - want.double()).abs().max().item() if got is not None and got.shape == want.shape else "-"
+                    print(f"{name}: output {i} differs from torch.compile (max |diff| {diff})")
+                    failures += 1
+                else:
+                    print(f"{name}: output {i} {tuple(want.shape)} {want.dtype}: bit-identical to torch.compile")
+    print("FAILED" if failures else "all outputs bit-identical")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
