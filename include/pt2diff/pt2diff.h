@@ -4,13 +4,16 @@
 //
 //   pt2diff::Program program = pt2diff::load_program("graph.pt2");      // torch.export.save archive
 //   pt2diff::BoundInputs in = pt2diff::bind_inputs(program, pt2diff::load_inputs("inputs.pt"));
-//   pt2diff::DiffResult r = pt2diff::diff(program, in, {});              // native vs fp64, per node
+//   pt2diff::DiffResult r = pt2diff::diff(program, in, {});              // Inductor vs eager vs fp64
 //   std::cout << pt2diff::to_text(r);
+//   if (r.compiled_failed) return 4;                                     // see r.compiles
 //   if (r.diverged) return 1;
 //
-// Everything throws pt2diff::Error (one line, naming the file/node/input) on bad input.
+// Everything throws pt2diff::Error (one line, naming the file/node/input) on bad input; a compiler
+// that fails is recorded in the result (backend.h: BackendFailure).
 #pragma once
 
+#include "pt2diff/backend.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/error.h"
