@@ -87,6 +87,8 @@ class Worker:
         self.device = req.get("device", "cpu")
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise Failure("load_failed", f"--device {self.device}: this worker's torch {torch.__version__} sees no CUDA device")
+        if self.device == "cuda":
+            self.device = f"cuda:{torch.cuda.current_device()}"  # the index tensors report, for device asserts
         try:
             ep = torch.export.load(path)
         except Exception as e:  # noqa: BLE001 - any loader error is the archive's problem
@@ -190,6 +192,11 @@ class Worker:
         for n in nodes:
             copies[n] = new.node_copy(n, lambda a, user=n: arg_for(user, a))
             copies[n].meta = {k: n.meta[k] for k in ("stack_trace", "nn_module_stack") if k in n.meta}
+            if self.device != "cpu":
+                # A graph exported on CPU bakes device=cpu into factories, casts and metadata asserts:
+                # compiled for another device, those arguments follow the compile.
+                copies[n].args = torch.fx.node.map_aggregate(copies[n].args, self.on_device)
+                copies[n].kwargs = torch.fx.node.map_aggregate(copies[n].kwargs, self.on_device)
         outs = []
         for name in output_names:
             source = self.node(name, "output")
@@ -201,6 +208,9 @@ class Worker:
                 raise Failure("bad_request", f"output '{name}' is not defined in the region")
         new.output(tuple(outs))
         return torch.fx.GraphModule(self.program.graph_module, new), list(input_names)
+
+    def on_device(self, value):
+        return torch.device(self.device) if isinstance(value, torch.device) else value
 
     def region_inputs(self, path, input_names):
         try:
