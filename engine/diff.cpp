@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "engine/localize/compiled_oracle.h"
 #include "graphs/graph_text.h"
 #include "pt2diff/error.h"
 #include "pt2diff/interpreter.h"
@@ -62,13 +63,6 @@ ValueError value_error(const Graph& g, ValueId v, const c10::IValue& native, con
   return e;
 }
 
-/// What the lockstep run leaves for the exploded compile: every value's fp64 reference and the same
-/// rounded to its native dtype (what each op is fed when run alone).
-struct ReferenceValues {
-  std::vector<c10::IValue> fp64;
-  std::vector<c10::IValue> rounded;
-};
-
 OutputVerdict no_compiled_value(OutputVerdict ov, const std::string& why) {
   ov.verdict.pass = false;
   ov.verdict.reason = "no_compiled_value";
@@ -104,7 +98,14 @@ std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const 
 DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const Graph& g = program.ir.graph;
-  std::unique_ptr<Backend> backend = make_backend(options.compiled, program, options.backend);
+  // Progress lines during localization say which probe a compile belongs to.
+  auto step = std::make_shared<std::string>();
+  BackendOptions backend_options = options.backend;
+  if (options.backend.on_wait)
+    backend_options.on_wait = [step, user = options.backend.on_wait](const std::string& activity, double elapsed) {
+      user(step->empty() ? activity : "[" + *step + "] " + activity, elapsed);
+    };
+  std::unique_ptr<Backend> backend = make_backend(options.compiled, program, backend_options);
   DiffResult r;
   r.graph = program.path;
   r.inputs = inputs.origin;
@@ -112,9 +113,12 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
   r.rule = options.rule;
 
   const bool exploded = options.exploded && backend->compiles_regions();
-  ReferenceValues reference;
-  if (exploded) {
-    reference.rounded = graph_input_values(program, inputs);  // an upcast input rounds back to itself
+  const bool keep = exploded || (options.localize.enabled && backend->compiles_regions());
+  // Every value of the eager and fp64 runs, for the exploded compile and the localization probes.
+  ReferenceRuns reference;
+  if (keep) {
+    reference.eager = graph_input_values(program, inputs);
+    reference.rounded = reference.eager;  // an upcast input rounds back to itself
     reference.fp64.resize(g.values().size());
   }
   Interpreter interpreter(program);
@@ -128,8 +132,9 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
     const auto ulp_dtype = working_dtype(g, step.node);
     for (size_t i = 0; i < outs.size(); ++i) {
       ne.values.push_back(value_error(g, outs[i], step.native[i], step.fp64[i], step.local[i], ulp_dtype));
-      if (exploded) {
+      if (keep) {
         const size_t v = static_cast<size_t>(outs[i]);
+        reference.eager[v] = step.native[i];
         reference.fp64[v] = step.fp64[i];
         reference.rounded[v] = step.fp64[i].isTensor() && step.native[i].isTensor()
                                    ? c10::IValue(step.fp64[i].toTensor().to(step.native[i].toTensor().scalar_type()))
@@ -205,8 +210,10 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
     std::vector<c10::IValue> ops_inputs;
     for (ValueId v : ops.inputs) ops_inputs.push_back(reference.rounded[static_cast<size_t>(v)]);
     if (auto local = compile_and_run(*backend, ops, ops_inputs, "exploded", r)) {
-      std::unordered_map<std::string, const c10::IValue*> by_name;
-      for (size_t i = 0; i < ops.outputs.size(); ++i) by_name[g.value(ops.outputs[i]).name] = &(*local)[i];
+      // The eager local results of the same ops on the same inputs: the rule's "eager" per op.
+      const std::vector<c10::IValue> eager_local = interpreter.run_region(ops, ops_inputs);
+      std::unordered_map<std::string, std::pair<const c10::IValue*, const c10::IValue*>> by_name;
+      for (size_t i = 0; i < ops.outputs.size(); ++i) by_name[g.value(ops.outputs[i]).name] = {&(*local)[i], &eager_local[i]};
       for (size_t k = 0; k < r.nodes.size(); ++k) {  // r.nodes[k] is g.nodes()[k]
         NodeError& ne = r.nodes[k];
         const auto ulp_dtype = working_dtype(g, g.nodes()[k]);
@@ -214,13 +221,39 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
           if (!ve.compared) continue;
           auto it = by_name.find(ve.name);
           const c10::IValue& ref = reference.fp64[static_cast<size_t>(g.find(ve.name))];
-          if (it == by_name.end() || !it->second->isTensor() || !ref.isTensor()) continue;
-          ve.compiled_local = measure(it->second->toTensor(), ref.toTensor(), ulp_dtype);
+          if (it == by_name.end() || !it->second.first->isTensor() || !it->second.second->isTensor() || !ref.isTensor()) continue;
+          const at::Tensor& compiled_local = it->second.first->toTensor();
+          ve.compiled_local = measure(compiled_local, ref.toTensor(), ulp_dtype);
           ve.has_compiled_local = true;
+          if (!judge(compiled_local, it->second.second->toTensor(), ref.toTensor(), options.rule).pass) ne.compiled_local_fails = true;
           ne.compiled_local_ulp = std::max(ne.compiled_local_ulp, ve.compiled_local.exact_kind ? 0.0 : ve.compiled_local.max_ulp);
         }
       }
     }
+  }
+
+  // Localization: only when an output diverged and the graph compiled (a verdict to explain).
+  const bool graph_ok = !r.compiles.empty() && r.compiles.front().ok;
+  if (r.diverged && graph_ok && options.localize.enabled && backend->compiles_regions()) {
+    std::vector<ValueId> failing;
+    std::vector<std::string> failing_names;
+    for (const OutputVerdict& o : r.outputs)
+      if (!o.verdict.pass) {
+        failing.push_back(g.find(o.name));
+        failing_names.push_back(o.name);
+      }
+    std::vector<NodeId> cone = failing_cone(g, failing);
+    std::vector<size_t> suspects;
+    for (size_t i = 0; i < cone.size(); ++i)
+      if (r.nodes[static_cast<size_t>(cone[i])].compiled_local_fails) suspects.push_back(i);
+    std::set<ValueId> uncomparable;
+    for (const std::string& name : uncomparable_values) uncomparable.insert(g.find(name));
+    auto oracle = make_compiled_oracle(program, *backend, interpreter, reference, cone, uncomparable, options.rule);
+    Localization loc = localize(*oracle, options.localize, suspects, [&](const std::string& s) { *step = s; });
+    step->clear();
+    loc.failing_outputs = failing_names;
+    for (size_t i : suspects) loc.exploded_suspects.push_back(g.node(cone[i]).name);
+    r.localization = std::move(loc);
   }
 
   // The ranking: where error is introduced. The compiled local error when there is one (what the

@@ -200,8 +200,8 @@ void plant(const Fault& f, const Node& n, NodeCall& call) {
       }
       case FaultKind::Bf16: t = t.to(at::kBFloat16).to(t.scalar_type()); break;
       case FaultKind::Nan:
-        t = t.clone();
-        if (t.numel()) t.view(-1)[0].fill_(std::numeric_limits<double>::quiet_NaN());
+        t = t.clone();  // same strides: later views of it stay valid
+        if (t.numel()) t.as_strided({1}, {1}, t.storage_offset()).fill_(std::numeric_limits<double>::quiet_NaN());
         break;
       case FaultKind::Reorder: break;
     }

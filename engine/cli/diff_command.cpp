@@ -48,6 +48,15 @@ class DiffCommand final : public Command {
     app.add_option("--worker-python", options_.backend.python, "Python of the Inductor worker (default: the venv pt2diff was built with)");
     app.add_option("--inductor-cache", options_.backend.inductor_cache_dir, "Inductor cache directory (default: ~/.cache/pt2diff/inductor)");
     app.add_flag("!--no-exploded", options_.exploded, "skip the exploded compile (every op on its own: the compiled local error column)");
+    app.add_flag("!--no-localize", options_.localize.enabled, "do not bisect the graph when an output diverges");
+    app.add_option("--bisect", bisect_, "search of the localization: binary (about 2 log2 m + 4 compiles) or linear")
+        ->check(CLI::IsMember({"binary", "linear"}))
+        ->default_val("binary");
+    app.add_option("--max-compiles", options_.localize.max_compiles, "localization stops (inconclusive) past this many compiles")
+        ->default_val(64);
+    app.add_option("--repeats", options_.localize.repeats, "runs of each boundary probe; answers that differ are reported as flaky")
+        ->default_val(2)
+        ->check(CLI::Range(1, 100));
     app.add_option("--tol", options_.rule.tol, "tolerance of the verdict rule (atol = rtol for the allclose step)")->default_val(1e-3);
     app.add_option("--fp32-multiplier", options_.rule.fp32_multiplier, "RMSE multiplier for fp32 outputs")->default_val(2.0);
     app.add_option("--low-precision-multiplier", options_.rule.low_precision_multiplier,
@@ -67,6 +76,7 @@ class DiffCommand final : public Command {
     if (!given && !program.sample_inputs)
       throw Error(Error::Kind::BadInputs, fmt::format("{} has no sample inputs: pass INPUTS or --random-inputs", program.path));
     BoundInputs bound = bind_inputs(program, given ? *given : *program.sample_inputs);
+    options_.localize.search = bisect_ == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
     TerminalProgress progress;
     options_.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };
     DiffResult result = diff(program, bound, options_);
@@ -88,6 +98,7 @@ class DiffCommand final : public Command {
   DiffOptions options_;
   std::string json_path_;
   std::string outputs_path_;
+  std::string bisect_ = "binary";
 };
 
 }  // namespace

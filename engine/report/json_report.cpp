@@ -56,6 +56,24 @@ std::string to_json(const DiffResult& r) {
                         {"compile_seconds", c.compile_seconds}, {"run_seconds", c.run_seconds}});
     graph_failed = graph_failed || (c.what == "graph" && !c.ok);
   }
+  json localization = nullptr;
+  if (r.localization) {
+    const Localization& l = *r.localization;
+    const Culprit& c = l.culprit;
+    json probes = json::array();
+    for (const Probe& p : l.probes)
+      probes.push_back({{"phase", p.phase}, {"region", p.region}, {"begin", p.begin}, {"end", p.end}, {"fails", p.fails},
+                        {"value", p.value}, {"reason", p.verdict.reason}, {"detail", p.verdict.detail}, {"failure", p.failure},
+                        {"compiled", p.compiled}, {"seconds", p.seconds}});
+    localization = {{"failing_outputs", l.failing_outputs}, {"cone_size", l.cone_size}, {"budget", l.budget},
+                    {"compiles", l.compiles}, {"seconds", l.seconds}, {"exploded_suspects", l.exploded_suspects},
+                    {"exploded_agrees", l.exploded_agrees},
+                    {"culprit", {{"kind", culprit_kind_name(c.kind)}, {"summary", c.summary}, {"nodes", c.nodes}, {"ops", c.ops},
+                                 {"sources", c.sources}, {"module_paths", c.module_paths}, {"value", c.value},
+                                 {"reason", c.verdict.reason}, {"detail", c.verdict.detail},
+                                 {"compiled_to_fp64", metrics(c.compiled_to_fp64)}, {"eager_to_fp64", metrics(c.eager_to_fp64)}}},
+                    {"probes", probes}};
+  }
   json j = {{"schema_version", 1},
             {"graph", r.graph},
             {"inputs", r.inputs},
@@ -66,6 +84,7 @@ std::string to_json(const DiffResult& r) {
             {"verdict", graph_failed ? "compiler_failed" : r.diverged ? "diverged" : "agree"},
             {"compiled_failed", r.compiled_failed},
             {"compiles", compiles},
+            {"localization", localization},
             {"outputs", outputs},
             {"ranking", ranking},
             {"nodes", nodes},

@@ -16,11 +16,22 @@ TerminalProgress::TerminalProgress(std::FILE* out, bool force) : out_(out), enab
 
 TerminalProgress::~TerminalProgress() { clear(); }
 
+namespace {
+/// "[first failing end, probe 3 of ~12] compiling 7 nodes, ..." → "compiling 7 nodes, ...".
+std::string without_step(const std::string& activity) {
+  if (activity.empty() || activity[0] != '[') return activity;
+  auto close = activity.find("] ");
+  return close == std::string::npos ? activity : activity.substr(close + 2);
+}
+}  // namespace
+
 std::string TerminalProgress::kind_of(const std::string& activity) {
-  return activity.substr(0, activity.find(' '));
+  const std::string a = without_step(activity);
+  return a.substr(0, a.find(' '));
 }
 
-double TerminalProgress::nodes_of(const std::string& activity) {
+double TerminalProgress::nodes_of(const std::string& text) {
+  const std::string activity = without_step(text);
   auto space = activity.find(' ');
   if (space == std::string::npos) return 1;
   return std::max(1.0, std::atof(activity.c_str() + space + 1));

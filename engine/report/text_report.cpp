@@ -44,6 +44,27 @@ std::string to_text(const DiffResult& r) {
                      ulp(o.eager_to_fp64.max_ulp), o.verdict.detail));
   }
   line("");
+  if (r.localization) {
+    const Localization& l = *r.localization;
+    const Culprit& c = l.culprit;
+    line(fmt::format("localization ({} of the failing outputs' cone of {} nodes; {} compiles, budget {}; {:.2f} s):",
+                     fmt::join(l.failing_outputs, ", "), l.cone_size, l.compiles, l.budget, l.seconds));
+    line(fmt::format("  {}: {}", culprit_kind_name(c.kind), c.summary));
+    for (size_t i = 0; i < c.nodes.size(); ++i)
+      line(fmt::format("    {:<14} {:<32} {}{}", c.nodes[i], c.ops[i], c.sources[i],
+                       c.module_paths[i].empty() ? "" : "  [" + c.module_paths[i] + "]"));
+    if (c.kind == Culprit::Kind::SingleOp || c.kind == Culprit::Kind::Window)
+      line(fmt::format("    {}: compiled RMSE to fp64 {}, eager {}; {}", c.value, num(c.compiled_to_fp64.rmse), num(c.eager_to_fp64.rmse),
+                       c.verdict.reason));
+    if (!l.exploded_suspects.empty())
+      line(fmt::format("  exploded compile flagged: {} ({})", fmt::join(l.exploded_suspects, ", "),
+                       l.exploded_agrees ? "agrees with the bisection" : "the bisection found otherwise"));
+    line("  probes:");
+    for (const Probe& p : l.probes)
+      line(fmt::format("    {:<18} {:<44} {:<5} {:<20} {}{:.2f} s", p.phase, p.region, p.fails ? "FAIL" : "pass",
+                       p.failure.empty() ? p.verdict.reason : p.failure, p.compiled ? "compiled, " : "", p.seconds));
+    line("");
+  }
   if (r.ranking.empty()) {
     line("no node introduces error: every local result is exact");
   } else {

@@ -7,12 +7,14 @@
 //   std::cout << pt2diff::to_text(r);   // or to_json(r): docs/report.schema.json
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "pt2diff/backend.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/inputs.h"
+#include "pt2diff/localize.h"
 #include "pt2diff/program.h"
 
 namespace pt2diff {
@@ -25,6 +27,8 @@ struct DiffOptions {
   BackendOptions backend;
   /// Also compile every node as an independent op (one compile) for the compiled local error column.
   bool exploded = true;
+  /// When an output diverges: bisect the graph to the op or window that causes it (localize.h).
+  LocalizeOptions localize;
   ToleranceRule rule;
   /// How many nodes the ranking of introduced error lists.
   size_t top = 10;
@@ -53,6 +57,9 @@ struct NodeError {
   double local_ulp = 0;
   /// The same for the compiled local error; negative when there is none.
   double compiled_local_ulp = -1;
+  /// The exploded compile's result for this node fails the rule against its eager local result
+  /// (fp64 as referee): a suspect for localization.
+  bool compiled_local_fails = false;
 };
 
 /// One compile the run asked for, and how it went.
@@ -84,6 +91,8 @@ struct DiffResult {
   std::vector<size_t> ranking;        ///< indexes into `nodes`, most local error first (at most DiffOptions::top)
   std::vector<OutputVerdict> outputs;
   std::vector<CompileRecord> compiles;
+  /// Where the divergence comes from, when an output diverged and localization ran.
+  std::optional<Localization> localization;
   std::vector<std::string> fixups;    ///< fp64 fix-ups applied ("aten.to.dtype: dtype bfloat16 -> float64")
   std::vector<std::string> not_comparable;
   std::vector<std::string> random_nodes;  ///< nodes drawing random numbers (same stream in every run)

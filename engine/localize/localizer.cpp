@@ -1,0 +1,154 @@
+// engine/localize/localizer.cpp — runs the phases in order over an oracle and turns what they found
+// into a Culprit. Nothing here compiles or prints: the oracle compiles, the caller reports.
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "engine/localize/search_state.h"
+
+namespace pt2diff {
+
+const char* culprit_kind_name(Culprit::Kind kind) {
+  switch (kind) {
+    case Culprit::Kind::SingleOp: return "single_op";
+    case Culprit::Kind::Window: return "window";
+    case Culprit::Kind::Flaky: return "flaky";
+    case Culprit::Kind::Inconclusive: return "inconclusive";
+  }
+  return "inconclusive";
+}
+
+void SearchState::announce(const std::string& phase) {
+  if (!on_step) return;
+  const size_t k = result.probes.size() + 1;
+  on_step(expected_probes >= k ? fmt::format("{}, probe {} of ~{}", phase, k, expected_probes) : fmt::format("{}, probe {}", phase, k));
+}
+
+ProbeAnswer SearchState::record(ProbeAnswer a, size_t begin, size_t end, const std::string& phase) {
+  Probe p;
+  p.phase = phase;
+  p.region = oracle.describe(begin, end);
+  p.begin = begin;
+  p.end = end;
+  p.fails = a.fails;
+  p.value = a.value;
+  p.verdict = a.verdict;
+  p.failure = a.failure;
+  p.compiled = a.compiled;
+  p.seconds = a.seconds;
+  result.probes.push_back(std::move(p));
+  return a;
+}
+
+ProbeAnswer SearchState::prefix(size_t end, const std::string& phase) {
+  announce(phase);
+  return record(oracle.prefix(end), 0, end, phase);
+}
+
+ProbeAnswer SearchState::window(size_t begin, size_t end, const std::string& phase) {
+  announce(phase);
+  ProbeAnswer a = record(oracle.window(begin, end), begin, end, phase);
+  windows[{begin, end}] = a;
+  return a;
+}
+
+namespace {
+
+void fill_from(Culprit& c, const ProbeAnswer& a) {
+  c.value = a.value;
+  c.verdict = a.verdict;
+  c.compiled_to_fp64 = a.compiled_to_fp64;
+  c.eager_to_fp64 = a.eager_to_fp64;
+}
+
+}  // namespace
+
+namespace {
+
+template <class Finish>
+Localization localize_phases(SearchState& state, const std::vector<size_t>& suspects, Finish finish) {
+  RegionOracle& oracle = state.oracle;
+  const LocalizeOptions& options = state.options;
+  Localization& result = state.result;
+  Culprit& c = result.culprit;
+  const size_t k = first_failing_end(state, suspects);
+  if (k == 0) {
+    c.kind = Culprit::Kind::Inconclusive;
+    c.summary = state.out_of_budget
+                    ? fmt::format("the budget of {} compiles ran out before the first diverging op was found", options.max_compiles)
+                    : "no prefix of the failing outputs' cone diverges when compiled on its own: the divergence needs the "
+                      "whole graph compiled together";
+    return finish();
+  }
+  if (!transition_is_stable(state, k)) {
+    c.kind = Culprit::Kind::Flaky;
+    oracle.name_nodes(k - 1, k, c);
+    c.summary = fmt::format("flaky: re-running the probes around {} gave different answers; the compiler (or the graph) is "
+                            "nondeterministic, so no culprit is named", c.nodes.empty() ? "?" : c.nodes.front());
+    return finish();
+  }
+  // Phase 2 ends at the node that defines the value which failed first (usually c_k itself).
+  size_t end = k;
+  for (auto it = result.probes.rbegin(); it != result.probes.rend(); ++it)
+    if (it->phase == "first failing end" && it->end == k && it->fails) {
+      const size_t pos = oracle.position_of(it->value);
+      if (pos < k) end = pos + 1;
+      break;
+    }
+  const size_t j = latest_start(state, end);
+  auto decisive = state.windows.find({j, end});
+  if (j >= end || decisive == state.windows.end() || !decisive->second.fails) {
+    c.kind = Culprit::Kind::Inconclusive;
+    oracle.name_nodes(k - 1, k, c);
+    c.summary = state.out_of_budget
+                    ? fmt::format("the budget of {} compiles ran out in phase 2; divergence first shows at {}", options.max_compiles,
+                                  c.nodes.empty() ? "?" : c.nodes.front())
+                    : fmt::format("divergence first shows at {}, but no window ending there diverges when fed with fp64-exact "
+                                  "inputs: it comes from error accumulated upstream in the compiled run",
+                                  c.nodes.empty() ? "?" : c.nodes.front());
+    return finish();
+  }
+  oracle.name_nodes(j, end, c);
+  fill_from(c, decisive->second);
+  if (j + 1 == end) {
+    c.kind = Culprit::Kind::SingleOp;
+    c.summary = fmt::format("{} ({}) diverges on its own: fed with fp64-exact inputs, its compiled result fails the rule ({})",
+                            c.nodes.front(), c.ops.front(), c.verdict.detail);
+  } else {
+    c.kind = Culprit::Kind::Window;
+    c.summary = fmt::format("{} ops, {} .. {}, diverge together (each alone passes): compiled as one region from fp64-exact "
+                            "inputs they fail the rule ({})", c.nodes.size(), c.nodes.front(), c.nodes.back(), c.verdict.detail);
+  }
+  if (!suspects.empty()) result.exploded_agrees = suspects.front() >= j && suspects.front() < end;
+  return finish();
+}
+
+}  // namespace
+
+Localization localize(RegionOracle& oracle, const LocalizeOptions& options, const std::vector<size_t>& suspects,
+                      const std::function<void(const std::string&)>& on_step) {
+  const auto start = std::chrono::steady_clock::now();
+  Localization result;
+  const size_t m = oracle.size();
+  result.cone_size = m;
+  result.budget = 2 * static_cast<size_t>(std::ceil(std::log2(std::max<size_t>(m, 1)))) + 4;
+  SearchState state{oracle, options, result, on_step};
+  state.expected_probes = result.budget + static_cast<size_t>(2 * std::max(options.repeats - 1, 0));
+  Culprit& c = result.culprit;
+  auto finish = [&] {
+    result.compiles = oracle.compiles();
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  };
+
+  try {
+    return localize_phases(state, suspects, finish);
+  } catch (const OracleLost& e) {
+    c = Culprit{};
+    c.kind = Culprit::Kind::Inconclusive;
+    c.summary = fmt::format("localization stopped: {}", e.what());
+    return finish();
+  }
+}
+
+}  // namespace pt2diff

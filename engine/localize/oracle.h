@@ -1,0 +1,56 @@
+// engine/localize/oracle.h — what the search asks and what answers it. The phases only see this
+// interface (tests answer with a fake); compiled_oracle.cpp answers with a backend and the verdict rule.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "pt2diff/compare.h"
+#include "pt2diff/localize.h"
+
+namespace pt2diff {
+
+struct ProbeAnswer {
+  bool fails = false;
+  std::string value;    ///< the value that decided it
+  Verdict verdict;
+  Metrics compiled_to_fp64, eager_to_fp64;
+  std::string failure;  ///< compiler failure kind, when the region could not be compiled or run
+  bool compiled = false;  ///< this answer cost a compile
+  double seconds = 0;
+};
+
+/// Thrown by an oracle that can no longer answer (the worker died twice, or hung): localization
+/// stops and says so instead of reading every later probe as a divergence.
+struct OracleLost : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The cone of the failing outputs in topological order, positions 0..size()-1.
+class RegionOracle {
+ public:
+  virtual ~RegionOracle() = default;
+  virtual size_t size() const = 0;
+  /// "c3..c7: 5 nodes, mul .. add_2".
+  virtual std::string describe(size_t begin, size_t end) const = 0;
+  /// Positions [0, end) compiled from the graph inputs, judged at every value they pass on.
+  virtual ProbeAnswer prefix(size_t end) = 0;
+  /// Positions [begin, end) fed with fp64 values rounded to their dtypes, judged at position end - 1.
+  virtual ProbeAnswer window(size_t begin, size_t end) = 0;
+  /// Cone position of the node that defines `value` (size() when it is not in the cone).
+  virtual size_t position_of(const std::string& value) const = 0;
+  /// Node names, targets, sources and module paths of positions [begin, end) (for the culprit).
+  virtual void name_nodes(size_t begin, size_t end, Culprit& culprit) const = 0;
+  virtual size_t compiles() const = 0;
+};
+
+/// The search over an oracle: phases 1 and 2 and the flakiness check (localizer.cpp).
+/// `suspects` are cone positions the exploded compile flagged, in order; `on_step` hears
+/// "first failing end, probe 3 of ~8" before each probe.
+Localization localize(RegionOracle& oracle, const LocalizeOptions& options, const std::vector<size_t>& suspects,
+                      const std::function<void(const std::string&)>& on_step);
+
+}  // namespace pt2diff

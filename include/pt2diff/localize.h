@@ -1,0 +1,77 @@
+// pt2diff/localize.h — from "an output diverges" to "this op (or this window of ops) does it".
+//
+//   pt2diff::DiffOptions options;                       // localization is on by default
+//   options.localize.max_compiles = 30;
+//   pt2diff::DiffResult r = pt2diff::diff(program, inputs, options);
+//   if (r.localization) std::cout << r.localization->culprit.summary << "\n";
+//
+// The method (docs/method.md): the failing outputs' ancestor cone in topological order c1..cm;
+// phase 1 finds the smallest prefix c1..ck whose compiled frontier fails (ck is where divergence
+// first shows); phase 2 finds the latest start j such that cj..ck, fed with fp64 values rounded to
+// their dtypes at its boundary, still fails: j == k names one op, j < k a window of ops that diverge
+// only together. The boundary probes are re-run to tell a flaky compiler from a real transition.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "pt2diff/compare.h"
+
+namespace pt2diff {
+
+struct LocalizeOptions {
+  bool enabled = true;           ///< localize when an output diverges (--no-localize turns it off)
+  enum class Search { Binary, Linear } search = Search::Binary;  ///< --bisect binary|linear
+  size_t max_compiles = 64;      ///< stop (inconclusive, with the range narrowed so far) past this many compiles
+  int repeats = 2;               ///< runs of each boundary probe; results that differ mean "flaky"
+  bool use_exploded = true;      ///< start phase 1 at the first op the exploded compile flags
+};
+
+/// One question asked of the compiler: does this region diverge?
+struct Probe {
+  std::string phase;        ///< "first failing end", "latest start", "recheck"
+  std::string region;       ///< "c1..c7: 7 nodes, linear .. add_2" (cone positions, 1-based)
+  size_t begin = 0, end = 0;  ///< cone positions [begin, end), 0-based
+  bool fails = false;
+  std::string value;        ///< the value that decided it (the worst failing one, or the worst passing one)
+  Verdict verdict;          ///< the rule on that value
+  std::string failure;      ///< a compiler failure kind ("compile_failed", ...) when the probe could not run
+  bool compiled = false;    ///< this probe cost a compile (re-runs and cached regions do not)
+  double seconds = 0;
+};
+
+/// What localization concluded.
+struct Culprit {
+  enum class Kind {
+    SingleOp,      ///< one op diverges on its own, from fp64-exact inputs
+    Window,        ///< ops that diverge only together (fusion keeping precision, accumulated rounding)
+    Flaky,         ///< a boundary probe gave different answers when re-run: no culprit named
+    Inconclusive,  ///< the compile budget ran out, or no prefix of the cone diverges when compiled alone
+  };
+  Kind kind = Kind::Inconclusive;
+  std::vector<std::string> nodes;  ///< the culprit op, or the window's nodes in order
+  std::vector<std::string> ops;    ///< their targets ("aten.mm.default")
+  std::vector<std::string> sources;       ///< their user source lines
+  std::vector<std::string> module_paths;  ///< their module paths
+  std::string value;               ///< the value judged at the end of the window
+  Verdict verdict;                 ///< the rule on it (window fed with fp64-exact inputs)
+  Metrics compiled_to_fp64, eager_to_fp64;
+  std::string summary;             ///< one sentence for humans
+};
+const char* culprit_kind_name(Culprit::Kind kind);  ///< "single_op", "window", "flaky", "inconclusive"
+
+struct Localization {
+  std::vector<std::string> failing_outputs;
+  size_t cone_size = 0;            ///< m: nodes that can affect the failing outputs
+  size_t budget = 0;               ///< 2 * ceil(log2 m) + 4 compiles
+  size_t compiles = 0;             ///< regions compiled
+  std::vector<std::string> exploded_suspects;  ///< cone nodes whose exploded (compiled local) result fails the rule
+  bool exploded_agrees = false;    ///< the first suspect is the culprit (or inside the window)
+  Culprit culprit;
+  std::vector<Probe> probes;
+  double seconds = 0;
+};
+
+}  // namespace pt2diff
