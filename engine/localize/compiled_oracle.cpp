@@ -6,6 +6,7 @@
 #include <chrono>
 #include <fmt/format.h>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "engine/localize/compiled_oracle.h"
@@ -65,7 +66,7 @@ class CompiledOracle final : public RegionOracle {
         if (passed_on) judged.push_back(v);
       }
     RegionSpec region = RegionSpec::fused(g_, nodes, judged);
-    return ask({0, end}, region, refs_.eager, [&](const std::vector<c10::IValue>&) {
+    return ask({'p', 0, end}, region, refs_.eager, [&](const std::vector<c10::IValue>&) {
       std::vector<c10::IValue> eager;
       for (ValueId v : judged) eager.push_back(refs_.eager[static_cast<size_t>(v)]);
       return eager;
@@ -76,7 +77,7 @@ class CompiledOracle final : public RegionOracle {
     std::vector<NodeId> nodes = window_nodes(begin, end);
     std::vector<ValueId> judged = g_.node(cone_[end - 1]).output_values();
     RegionSpec region = RegionSpec::fused(g_, nodes, judged);
-    return ask({begin, end}, region, refs_.rounded, [&](const std::vector<c10::IValue>& inputs) {
+    return ask({'w', begin, end}, region, refs_.rounded, [&](const std::vector<c10::IValue>& inputs) {
       return interpreter_.run_region(region, inputs);  // eager from the same boundary values
     });
   }
@@ -102,7 +103,7 @@ class CompiledOracle final : public RegionOracle {
   }
 
   template <class EagerFn>
-  ProbeAnswer ask(std::pair<size_t, size_t> key, const RegionSpec& region, const std::vector<c10::IValue>& source, EagerFn eager_of) {
+  ProbeAnswer ask(std::tuple<char, size_t, size_t> key, const RegionSpec& region, const std::vector<c10::IValue>& source, EagerFn eager_of) {
     const auto start = std::chrono::steady_clock::now();
     ProbeAnswer a;
     std::vector<c10::IValue> inputs;
@@ -157,7 +158,7 @@ class CompiledOracle final : public RegionOracle {
   std::set<ValueId> uncomparable_;
   ToleranceRule rule_;
   std::unordered_map<NodeId, size_t> position_;
-  std::map<std::pair<size_t, size_t>, std::unique_ptr<CompiledRegion>> compiled_;
+  std::map<std::tuple<char, size_t, size_t>, std::unique_ptr<CompiledRegion>> compiled_;  ///< ('p'refix|'w'indow, begin, end)
   size_t compiles_ = 0;
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Inductor worker with a planted compiler bug, for localization tests: a post-grad pass that
-computes matrix products (mm, addmm, bmm) from bfloat16 inputs, as a lowering that silently drops
-precision would. Everything else is the real worker.
+computes float32 matrix products (mm, addmm, bmm) in bfloat16 and casts the result back, as a lowering
+that silently drops precision would. Everything else is the real worker. It keeps its own Inductor
+cache, FX graph cache off, so that no kernel compiled without the bug is reused.
 
     lowp_matmul_worker.py [--cache-dir DIR]
 """
@@ -9,30 +10,34 @@ import os
 import runpy
 import sys
 
-os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.expanduser("~/.cache/pt2diff/inductor"))
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.expanduser("~/.cache/pt2diff/inductor-lowp-test")
+os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
 import torch  # noqa: E402
 from torch._inductor import config  # noqa: E402
 from torch._inductor.custom_graph_pass import CustomGraphPass  # noqa: E402
 
 aten, prims = torch.ops.aten, torch.ops.prims
-MATMULS = {aten.mm.default: (0, 1), aten.bmm.default: (0, 1), aten.addmm.default: (1, 2)}
+MATMULS = {aten.mm.default, aten.bmm.default, aten.addmm.default}
 
 
 class LowPrecisionMatmul(CustomGraphPass):
     def __call__(self, graph):
         for node in list(graph.nodes):
-            operands = MATMULS.get(node.target)
-            if operands is None or node.meta["val"].dtype != torch.float32:
+            if node.target not in MATMULS or node.meta["val"].dtype != torch.float32:
                 continue
-            args = list(node.args)
             with graph.inserting_before(node):
-                for i in operands:
-                    low = graph.call_function(prims.convert_element_type.default, (args[i], torch.bfloat16))
-                    low.meta["val"] = args[i].meta["val"].to(torch.bfloat16)
-                    high = graph.call_function(prims.convert_element_type.default, (low, torch.float32))
-                    high.meta["val"] = args[i].meta["val"]
-                    args[i] = high
+                args = []
+                for a in node.args:
+                    low = graph.call_function(prims.convert_element_type.default, (a, torch.bfloat16))
+                    low.meta["val"] = a.meta["val"].to(torch.bfloat16)
+                    args.append(low)
             node.args = tuple(args)
+            result = node.meta["val"]
+            node.meta["val"] = result.to(torch.bfloat16)
+            with graph.inserting_after(node):
+                back = graph.call_function(prims.convert_element_type.default, (node, torch.float32))
+                back.meta["val"] = result
+            node.replace_all_uses_with(back, delete_user_cb=lambda user: user is not back)
 
     def uuid(self):
         return "pt2diff-test-lowp-matmul-1"

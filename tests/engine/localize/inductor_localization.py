@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Localization with the real Inductor and a real compiler bug (a ctest; ~1-2 min).
+
+    inductor_localization.py PT2DIFF FIXTURES_DIR NAME...
+
+The compiled side is tests/engine/localize/lowp_matmul_worker.py: Inductor with a post-grad pass that
+computes float32 matrix products in bfloat16. For each fixture pt2diff must report a divergence, localize
+it to a single op that is a matrix product, and that op must be the first one of the failing cone (the
+earliest place the bug can show), within the compile budget.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+MATMUL_OPS = {"aten.linear.default", "aten.addmm.default", "aten.mm.default", "aten.bmm.default", "aten.matmul.default"}
+
+
+def main():
+    pt2diff, fixtures, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lowp_matmul_worker.py")
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            base = name[:-5] if name.endswith("_core") else name
+            report = os.path.join(tmp, name + ".json")
+            run = subprocess.run([pt2diff, os.path.join(fixtures, name + ".pt2"), os.path.join(fixtures, base + "_inputs.pt"),
+                                  "--compiled", f"external:{sys.executable} {worker}", "--json", report],
+                                 capture_output=True, text=True)
+            if run.returncode != 1:
+                print(f"{name}: expected exit 1 (diverged), got {run.returncode}: {run.stderr.strip()}")
+                failures += 1
+                continue
+            r = json.load(open(report))
+            loc = r["localization"]
+            culprit = loc["culprit"]
+            first_matmul = next(n["name"] for n in r["nodes"] if n["op"] in MATMUL_OPS)
+            ok = culprit["kind"] == "single_op" and culprit["nodes"] == [first_matmul] and loc["compiles"] <= loc["budget"]
+            print(f"{name}: {culprit['kind']} {culprit['nodes']} ({culprit['ops']}) after {loc['compiles']} compiles "
+                  f"(budget {loc['budget']}, cone {loc['cone_size']}), localization {loc['seconds']:.1f} s, "
+                  f"whole run {r['seconds']:.1f} s; first matmul is {first_matmul}: {'ok' if ok else 'WRONG'}")
+            failures += 0 if ok else 1
+    print("FAILED" if failures else "every planted Inductor bug localized")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
