@@ -109,6 +109,7 @@ class CompiledOracle final : public RegionOracle {
     std::vector<c10::IValue> inputs;
     for (ValueId v : region.inputs) inputs.push_back(source[static_cast<size_t>(v)]);
     std::vector<c10::IValue> compiled;
+    const auto backend_start = std::chrono::steady_clock::now();
     try {
       auto it = compiled_.find(key);
       if (it == compiled_.end()) {
@@ -117,6 +118,7 @@ class CompiledOracle final : public RegionOracle {
         it = compiled_.emplace(key, backend_.compile(region, inputs)).first;
       }
       compiled = it->second->run(inputs);
+      a.backend_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - backend_start).count();
     } catch (const BackendFailure& f) {
       if (f.kind() == BackendFailure::Kind::WorkerDied || f.kind() == BackendFailure::Kind::TimedOut)
         throw OracleLost(f.what());

@@ -36,6 +36,7 @@ ProbeAnswer SearchState::record(ProbeAnswer a, size_t begin, size_t end, const s
   p.failure = a.failure;
   p.compiled = a.compiled;
   p.seconds = a.seconds;
+  p.backend_seconds = a.backend_seconds;
   result.probes.push_back(std::move(p));
   return a;
 }

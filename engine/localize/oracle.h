@@ -21,6 +21,7 @@ struct ProbeAnswer {
   std::string failure;  ///< compiler failure kind, when the region could not be compiled or run
   bool compiled = false;  ///< this answer cost a compile
   double seconds = 0;
+  double backend_seconds = 0;  ///< of `seconds`, the time inside the backend (compile and run)
 };
 
 /// Thrown by an oracle that can no longer answer (the worker died twice, or hung): localization

@@ -40,6 +40,7 @@ struct Probe {
   std::string failure;      ///< a compiler failure kind ("compile_failed", ...) when the probe could not run
   bool compiled = false;    ///< this probe cost a compile (re-runs and cached regions do not)
   double seconds = 0;
+  double backend_seconds = 0;  ///< of `seconds`, the time inside the backend (compile and run)
 };
 
 /// What localization concluded.
