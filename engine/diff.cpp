@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "engine/localize/compiled_oracle.h"
+#include "engine/report/repro_writer.h"
 #include "graphs/graph_text.h"
 #include "pt2diff/error.h"
 #include "pt2diff/interpreter.h"
@@ -253,6 +254,8 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
     step->clear();
     loc.failing_outputs = failing_names;
     for (size_t i : suspects) loc.exploded_suspects.push_back(g.node(cone[i]).name);
+    const bool named = loc.culprit.kind == Culprit::Kind::SingleOp || loc.culprit.kind == Culprit::Kind::Window;
+    if (named && !options.repro_dir.empty()) loc.repro = write_repro(program, loc.culprit, reference, options);
     r.localization = std::move(loc);
   }
 

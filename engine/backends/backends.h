@@ -11,7 +11,12 @@ namespace pt2diff {
 
 std::unique_ptr<Backend> make_eager_backend(const Program& program);
 std::unique_ptr<Backend> make_fault_backend(const std::string& spec, const Program& program);
+/// The node a fault spec ("aten.mm#2:scale") plants its fault at. Throws pt2diff::Error(Usage).
+std::string fault_node(const std::string& spec, const Graph& graph);
 std::unique_ptr<Backend> make_inductor_backend(const Program& program, const BackendOptions& options);
+class WorkerBackend;
+/// The shipped Inductor worker as a WorkerBackend (also used to export repro archives).
+std::unique_ptr<WorkerBackend> make_inductor_worker(const Program& program, const BackendOptions& options);
 std::unique_ptr<Backend> make_external_backend(const std::string& command, const Program& program, const BackendOptions& options);
 std::unique_ptr<Backend> make_aoti_backend(const std::string& package, const Program& program, const BackendOptions& options);
 

@@ -222,6 +222,8 @@ std::string describe(const Fault& f) {
 
 }  // namespace
 
+std::string fault_node(const std::string& spec, const Graph& graph) { return parse_fault(spec, graph).node; }
+
 std::unique_ptr<Backend> make_fault_backend(const std::string& spec, const Program& program) {
   Fault fault = parse_fault(spec, program.ir.graph);
   return std::make_unique<InterpreterBackend>(program, describe(fault),

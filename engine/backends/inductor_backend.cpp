@@ -30,6 +30,10 @@ std::string worker_script() {
 }  // namespace
 
 std::unique_ptr<Backend> make_inductor_backend(const Program& program, const BackendOptions& options) {
+  return make_inductor_worker(program, options);
+}
+
+std::unique_ptr<WorkerBackend> make_inductor_worker(const Program& program, const BackendOptions& options) {
   std::string python = !options.python.empty() ? options.python : from_env("PT2DIFF_PYTHON");
   if (python.empty()) python = PT2DIFF_DEFAULT_PYTHON;
   std::string cache = !options.inductor_cache_dir.empty() ? options.inductor_cache_dir : from_env("PT2DIFF_INDUCTOR_CACHE");

@@ -149,6 +149,23 @@ class Worker:
         torch.save(outputs, req["outputs_file"])
         return {}
 
+    def export(self, req):
+        """The fused region as a standalone torch.export archive, its inputs (weights included, as
+        inputs) as a torch.save tuple: a repro anyone can load without the original model."""
+        if self.program is None:
+            raise Failure("bad_request", "export before load")
+        gm, input_names = self.region_module(req["nodes"], req["inputs"], req["outputs"], False)
+        example = [v.detach().cpu() if isinstance(v, torch.Tensor) else v
+                   for v in self.region_inputs(req["example_inputs"], input_names)]
+        gm = gm.cpu()
+        try:
+            ep = torch.export.export(gm, tuple(example), strict=False)
+            torch.export.save(ep, req["archive"])
+            torch.save(tuple(example), req["inputs_file"])
+        except Exception as e:  # noqa: BLE001
+            raise Failure("export_failed", f"{type(e).__name__}: {first_line(str(e))}", traceback.format_exc())
+        return {"nodes": [n.name for n in ep.graph.nodes if n.op == "call_function"]}
+
     def forget(self, req):
         self.regions.pop(req["region"], None)
         return {}
@@ -239,7 +256,7 @@ def first_line(text):
 def main():
     worker = Worker()
     handlers = {"hello": worker.hello, "load": worker.load, "compile": worker.compile, "run": worker.run,
-                "forget": worker.forget}
+                "export": worker.export, "forget": worker.forget}
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -242,6 +242,20 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile(const RegionSpec& region,
   return std::make_unique<WorkerRegion>(*this, id, region);
 }
 
+std::vector<std::string> WorkerBackend::export_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs,
+                                                    const std::string& archive, const std::string& inputs_file) {
+  const Graph& g = impl_->program.ir.graph;
+  json nodes = json::array(), in = json::array(), out = json::array();
+  for (NodeId n : region.nodes) nodes.push_back(g.node(n).name);
+  for (ValueId v : region.inputs) in.push_back(g.value(v).name);
+  for (ValueId v : region.outputs) out.push_back(g.value(v).name);
+  json req = {{"op", "export"}, {"nodes", nodes}, {"inputs", in}, {"outputs", out},
+              {"example_inputs", impl_->write_values(region, inputs, "export")},
+              {"archive", fs::absolute(archive).string()}, {"inputs_file", fs::absolute(inputs_file).string()}};
+  json reply = impl_->request(req, "writing the repro " + archive, BackendFailure::Kind::RunFailed);
+  return reply.value("nodes", std::vector<std::string>{});
+}
+
 std::vector<c10::IValue> WorkerBackend::run(const std::string& region_id, const RegionSpec& region, const std::vector<c10::IValue>& inputs,
                                             double& seconds) {
   const Graph& g = impl_->program.ir.graph;

@@ -19,6 +19,12 @@ class WorkerBackend final : public Backend {
   std::string name() const override { return name_; }
   std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override;
 
+  /// Writes `region` (fused) as a standalone torch.export archive at `archive` and its inputs (one per
+  /// RegionSpec::inputs entry, weights included) as a torch.save tuple at `inputs_file`. Returns the
+  /// exported program's node names, in order. Throws BackendFailure.
+  std::vector<std::string> export_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs, const std::string& archive,
+                                         const std::string& inputs_file);
+
   /// Runs a region compiled by this backend (CompiledRegion::run() calls it).
   std::vector<c10::IValue> run(const std::string& region_id, const RegionSpec& region, const std::vector<c10::IValue>& inputs,
                                double& seconds);

@@ -57,6 +57,8 @@ class DiffCommand final : public Command {
     app.add_option("--repeats", options_.localize.repeats, "runs of each boundary probe; answers that differ are reported as flaky")
         ->default_val(2)
         ->check(CLI::Range(1, 100));
+    app.add_option("--repro", options_.repro_dir,
+                   "when a culprit is named, write it to this directory as a standalone archive, its inputs and the command");
     app.add_option("--tol", options_.rule.tol, "tolerance of the verdict rule (atol = rtol for the allclose step)")->default_val(1e-3);
     app.add_option("--fp32-multiplier", options_.rule.fp32_multiplier, "RMSE multiplier for fp32 outputs")->default_val(2.0);
     app.add_option("--low-precision-multiplier", options_.rule.low_precision_multiplier,

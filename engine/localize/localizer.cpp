@@ -133,7 +133,7 @@ Localization localize(RegionOracle& oracle, const LocalizeOptions& options, cons
   const size_t m = oracle.size();
   result.cone_size = m;
   result.budget = 2 * static_cast<size_t>(std::ceil(std::log2(std::max<size_t>(m, 1)))) + 4;
-  SearchState state{oracle, options, result, on_step};
+  SearchState state{oracle, options, result, on_step, 0, false, {}};
   state.expected_probes = result.budget + static_cast<size_t>(2 * std::max(options.repeats - 1, 0));
   Culprit& c = result.culprit;
   auto finish = [&] {

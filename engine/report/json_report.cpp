@@ -73,6 +73,10 @@ std::string to_json(const DiffResult& r) {
                                  {"reason", c.verdict.reason}, {"detail", c.verdict.detail},
                                  {"compiled_to_fp64", metrics(c.compiled_to_fp64)}, {"eager_to_fp64", metrics(c.eager_to_fp64)}}},
                     {"probes", probes}};
+    localization["repro"] = nullptr;
+    if (l.repro)
+      localization["repro"] = {{"ok", l.repro->ok}, {"archive", l.repro->archive}, {"inputs", l.repro->inputs},
+                               {"command", l.repro->command}, {"message", l.repro->message}};
   }
   json j = {{"schema_version", 1},
             {"graph", r.graph},

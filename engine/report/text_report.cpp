@@ -59,6 +59,10 @@ std::string to_text(const DiffResult& r) {
     if (!l.exploded_suspects.empty())
       line(fmt::format("  exploded compile flagged: {} ({})", fmt::join(l.exploded_suspects, ", "),
                        l.exploded_agrees ? "agrees with the bisection" : "the bisection found otherwise"));
+    if (l.repro && l.repro->ok) line(fmt::format("  repro: {}", l.repro->command));
+    else if (l.repro) line(fmt::format("  repro not written: {}", l.repro->message));
+    else if (c.kind == Culprit::Kind::SingleOp || c.kind == Culprit::Kind::Window)
+      line("  (--repro DIR writes this culprit as a standalone archive with its inputs and the command to run)");
     line("  probes:");
     for (const Probe& p : l.probes)
       line(fmt::format("    {:<18} {:<44} {:<5} {:<20} {}{:.2f} s", p.phase, p.region, p.fails ? "FAIL" : "pass",

@@ -29,6 +29,8 @@ struct DiffOptions {
   bool exploded = true;
   /// When an output diverges: bisect the graph to the op or window that causes it (localize.h).
   LocalizeOptions localize;
+  /// When localization names a culprit, write it here as a standalone repro (localize.h: Repro).
+  std::string repro_dir;
   ToleranceRule rule;
   /// How many nodes the ranking of introduced error lists.
   size_t top = 10;

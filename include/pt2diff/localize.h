@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,15 @@ struct Culprit {
 };
 const char* culprit_kind_name(Culprit::Kind kind);  ///< "single_op", "window", "flaky", "inconclusive"
 
+/// The culprit window as a standalone program anyone can run (DiffOptions::repro_dir).
+struct Repro {
+  bool ok = false;
+  std::string archive;   ///< DIR/repro.pt2: the window, exported by torch.export (weights become inputs)
+  std::string inputs;    ///< DIR/repro_inputs.pt: its boundary values (fp64 rounded to their dtypes)
+  std::string command;   ///< the one line that reproduces the verdict
+  std::string message;   ///< why it could not be written, when !ok
+};
+
 struct Localization {
   std::vector<std::string> failing_outputs;
   size_t cone_size = 0;            ///< m: nodes that can affect the failing outputs
@@ -73,6 +83,7 @@ struct Localization {
   Culprit culprit;
   std::vector<Probe> probes;
   double seconds = 0;
+  std::optional<Repro> repro;      ///< when asked for and a culprit was named
 };
 
 }  // namespace pt2diff

@@ -1,0 +1,47 @@
+// tests/engine/localize/repro_test.cpp — the repro a localization writes reproduces its verdict: the
+// window alone, exported, fed its boundary values, diverges again at the same op.
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "../../test_support.h"
+
+namespace pt2diff {
+namespace {
+
+using testing::fixture;
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  return nlohmann::json::parse(f);
+}
+
+TEST(Repro, TheWrittenWindowDivergesAgainAtTheSameOp) {
+  const std::string dir = ::testing::TempDir() + "pt2diff_repro_attention";
+  std::filesystem::remove_all(dir);
+  const std::string report = dir + ".json";
+  auto r = testing::run_cli(fmt::format("{} {} --compiled 'fault:aten.bmm#2:bf16' --repro {} --json {}", fixture("attention_core.pt2"),
+                                        fixture("attention_inputs.pt"), dir, report));
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  nlohmann::json loc = read_json(report)["localization"];
+  ASSERT_EQ(loc["culprit"]["nodes"], nlohmann::json::array({"bmm_1"}));
+  ASSERT_TRUE(loc["repro"]["ok"]) << loc["repro"]["message"];
+  const std::string command = loc["repro"]["command"];
+  EXPECT_EQ(command.rfind("pt2diff " + dir + "/repro.pt2 " + dir + "/repro_inputs.pt --compiled 'fault:aten.bmm#1:bf16'", 0), 0u)
+      << command;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/README.md"));
+  EXPECT_NE(r.out.find("repro: " + command), std::string::npos);
+
+  // Run it: the window alone diverges, localized to its bmm.
+  const std::string again = dir + "/again.json";
+  auto rerun = testing::run_cli(command.substr(std::string("pt2diff ").size()) + " --json " + again);
+  EXPECT_EQ(rerun.exit_code, 1) << rerun.out << rerun.err;
+  nlohmann::json rloc = read_json(again)["localization"];
+  EXPECT_EQ(rloc["culprit"]["kind"], "single_op");
+  EXPECT_EQ(rloc["culprit"]["ops"], nlohmann::json::array({"aten.bmm.default"}));
+}
+
+}  // namespace
+}  // namespace pt2diff
