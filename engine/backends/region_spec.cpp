@@ -2,6 +2,7 @@
 // and exploded ops.
 #include <algorithm>
 #include <fmt/format.h>
+#include <unordered_set>
 
 #include "graphs/dag.h"
 #include "pt2diff/backend.h"
@@ -27,9 +28,15 @@ RegionSpec RegionSpec::fused(const Graph& graph, std::vector<NodeId> nodes, std:
   RegionSpec r;
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-  Dag dag(graph);
+  // The values read from outside, in first-use order: O(region), so that probing small regions of
+  // a large graph does not cost a pass over the graph.
   Region region{nodes};
-  r.inputs = dag.frontier(region).inputs;
+  std::unordered_set<ValueId> seen;
+  for (NodeId id : nodes)
+    for (ValueId v : graph.node(id).input_values()) {
+      const NodeId p = graph.value(v).producer;
+      if ((p == kGraphInput || !region.contains(p)) && seen.insert(v).second) r.inputs.push_back(v);
+    }
   r.nodes = std::move(nodes);
   r.outputs = std::move(outputs);
   return r;
