@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "engine/hints/hint_context.h"
 #include "engine/localize/compiled_oracle.h"
 #include "engine/report/repro_writer.h"
 #include "graphs/graph_text.h"
@@ -92,6 +93,38 @@ std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const 
   }
   r.compiles.push_back(std::move(rec));
   return outputs;
+}
+
+/// The hint experiments on a named culprit (engine/hints/). A compiler failure here costs the hints,
+/// never the report.
+std::vector<Hint> explain_culprit(const Program& program, const Interpreter& interpreter, Backend& backend, const Culprit& culprit,
+                                  const ReferenceRuns& reference, const DiffOptions& options) {
+  const Graph& g = program.ir.graph;
+  std::vector<NodeId> nodes;
+  for (const std::string& name : culprit.nodes)
+    for (const Node& n : g.nodes())
+      if (n.name == name) nodes.push_back(n.id);
+  if (nodes.empty()) return {};
+  HintContext ctx{program, interpreter, options, RegionSpec::fused(g, nodes, g.node(nodes.back()).output_values()), {}, {}, {}, {}, 0};
+  for (ValueId v : ctx.window.inputs) ctx.inputs.push_back(reference.rounded[static_cast<size_t>(v)]);
+  for (size_t i = 0; i < ctx.window.outputs.size(); ++i)
+    if (g.value(ctx.window.outputs[i]).name == culprit.value) ctx.judged = i;
+  const c10::IValue& fp64 = reference.fp64[static_cast<size_t>(ctx.window.outputs.at(ctx.judged))];
+  const c10::IValue eager = interpreter.run_region(ctx.window, ctx.inputs).at(ctx.judged);
+  if (!fp64.isTensor() || !eager.isTensor()) return {};
+  ctx.fp64 = fp64.toTensor();
+  ctx.eager = eager.toTensor();
+  try {
+    const c10::IValue compiled = backend.compile(ctx.window, ctx.inputs)->run(ctx.inputs).at(ctx.judged);
+    if (!compiled.isTensor()) return {};
+    ctx.compiled = compiled.toTensor();
+  } catch (const BackendFailure&) {
+    return {};
+  }
+  std::vector<Hint> hints;
+  for (auto experiment : {dtype_promotion_hint, compiler_lever_hint})
+    if (auto h = experiment(ctx)) hints.push_back(std::move(*h));
+  return hints;
 }
 
 }  // namespace
@@ -256,6 +289,7 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
     for (size_t i : suspects) loc.exploded_suspects.push_back(g.node(cone[i]).name);
     const bool named = loc.culprit.kind == Culprit::Kind::SingleOp || loc.culprit.kind == Culprit::Kind::Window;
     if (named && !options.repro_dir.empty()) loc.repro = write_repro(program, loc.culprit, reference, options);
+    if (named) loc.hints = explain_culprit(program, interpreter, *backend, loc.culprit, reference, options);
     r.localization = std::move(loc);
   }
 

@@ -59,6 +59,9 @@ class DiffCommand final : public Command {
         ->check(CLI::Range(1, 100));
     app.add_option("--repro", options_.repro_dir,
                    "when a culprit is named, write it to this directory as a standalone archive, its inputs and the command");
+    app.add_option("--rule", rule_, "verdict rule: same (torch._dynamo.utils.same, default), allclose (to fp64 at --tol), "
+                                    "ulp:N (max ULP distance to fp64), cosine[:C] (cosine similarity to fp64 >= C, 0.99)")
+        ->default_val("same");
     app.add_option("--tol", options_.rule.tol, "tolerance of the verdict rule (atol = rtol for the allclose step)")->default_val(1e-3);
     app.add_option("--fp32-multiplier", options_.rule.fp32_multiplier, "RMSE multiplier for fp32 outputs")->default_val(2.0);
     app.add_option("--low-precision-multiplier", options_.rule.low_precision_multiplier,
@@ -78,6 +81,12 @@ class DiffCommand final : public Command {
     if (!given && !program.sample_inputs)
       throw Error(Error::Kind::BadInputs, fmt::format("{} has no sample inputs: pass INPUTS or --random-inputs", program.path));
     BoundInputs bound = bind_inputs(program, given ? *given : *program.sample_inputs);
+    {
+      ToleranceRule parsed = parse_rule(rule_);
+      options_.rule.kind = parsed.kind;
+      options_.rule.max_ulp = parsed.max_ulp;
+      options_.rule.min_cosine = parsed.min_cosine;
+    }
     options_.localize.search = bisect_ == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
     TerminalProgress progress;
     options_.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };
@@ -101,6 +110,7 @@ class DiffCommand final : public Command {
   std::string json_path_;
   std::string outputs_path_;
   std::string bisect_ = "binary";
+  std::string rule_ = "same";
 };
 
 }  // namespace

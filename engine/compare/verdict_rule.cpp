@@ -4,12 +4,87 @@
 #include <fmt/format.h>
 
 #include "pt2diff/compare.h"
+#include "pt2diff/error.h"
 
 namespace pt2diff {
 
 namespace {
 bool low_precision(at::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
+
+/// The fp64-only rules: the result alone against the reference, eager not consulted.
+Verdict judge_against_fp64(const at::Tensor& result, const at::Tensor& fp64, const ToleranceRule& rule) {
+  Verdict v;
+  if (!fp64.defined()) {
+    v.reason = "fp64_unavailable";
+    v.detail = "no fp64 reference: failing rather than passing silently";
+    return v;
+  }
+  const Metrics m = measure(result, fp64);
+  switch (rule.kind) {
+    case ToleranceRule::Kind::Allclose:
+      v.pass = at::allclose(result.to(at::kDouble), fp64.to(at::kDouble), rule.tol, rule.tol, rule.equal_nan);
+      v.reason = v.pass ? "allclose_to_fp64" : "not_allclose_to_fp64";
+      v.detail = fmt::format("max |result - fp64| = {:.3g} (max rel {:.3g}) {} atol=rtol={}", m.max_abs, m.max_rel,
+                             v.pass ? "within" : "beyond", rule.tol);
+      break;
+    case ToleranceRule::Kind::Ulp:
+      v.pass = m.nan == 0 && m.max_ulp <= rule.max_ulp;
+      v.reason = v.pass ? "ulp_within_bound" : "ulp_exceeds_bound";
+      v.bound = rule.max_ulp;
+      v.detail = fmt::format("max ULP distance to fp64 {:.1f} {} {:g}{}", m.max_ulp, v.pass ? "<=" : ">", rule.max_ulp,
+                             m.nan ? fmt::format(" ({} NaN)", m.nan) : "");
+      break;
+    case ToleranceRule::Kind::Cosine:
+      v.pass = m.nan == 0 && m.cosine >= rule.min_cosine;
+      v.reason = v.pass ? "cosine_within_bound" : "cosine_below_bound";
+      v.bound = rule.min_cosine;
+      v.detail = fmt::format("cosine similarity to fp64 {:.6f} {} {:g}", m.cosine, v.pass ? ">=" : "<", rule.min_cosine);
+      break;
+    case ToleranceRule::Kind::Same: break;
+  }
+  v.rmse_result = m.rmse;
+  return v;
+}
 }  // namespace
+
+ToleranceRule parse_rule(const std::string& spec) {
+  ToleranceRule r;
+  const std::string name = spec.substr(0, spec.find(':'));
+  const std::string arg = spec.find(':') == std::string::npos ? "" : spec.substr(spec.find(':') + 1);
+  auto number = [&](double fallback) {
+    if (arg.empty()) return fallback;
+    try {
+      size_t used = 0;
+      double x = std::stod(arg, &used);
+      if (used == arg.size()) return x;
+    } catch (const std::exception&) {
+    }
+    throw Error(Error::Kind::Usage, fmt::format("--rule {}: '{}' is not a number", spec, arg));
+  };
+  if (name == "same" && arg.empty()) r.kind = ToleranceRule::Kind::Same;
+  else if (name == "allclose" && arg.empty()) r.kind = ToleranceRule::Kind::Allclose;
+  else if (name == "ulp") {
+    r.kind = ToleranceRule::Kind::Ulp;
+    r.max_ulp = number(-1);
+    if (r.max_ulp < 0) throw Error(Error::Kind::Usage, "--rule ulp:N needs the largest ULP distance allowed (ulp:4)");
+  } else if (name == "cosine") {
+    r.kind = ToleranceRule::Kind::Cosine;
+    r.min_cosine = number(0.99);
+  } else {
+    throw Error(Error::Kind::Usage, fmt::format("unknown --rule '{}' (same, allclose, ulp:N, cosine[:C])", spec));
+  }
+  return r;
+}
+
+std::string rule_name(const ToleranceRule& r) {
+  switch (r.kind) {
+    case ToleranceRule::Kind::Same: return "same";
+    case ToleranceRule::Kind::Allclose: return "allclose";
+    case ToleranceRule::Kind::Ulp: return fmt::format("ulp:{:g}", r.max_ulp);
+    case ToleranceRule::Kind::Cosine: return fmt::format("cosine:{:g}", r.min_cosine);
+  }
+  return "same";
+}
 
 Verdict judge(const at::Tensor& result, const at::Tensor& eager, const at::Tensor& fp64, const ToleranceRule& rule) {
   Verdict v;
@@ -26,6 +101,7 @@ Verdict judge(const at::Tensor& result, const at::Tensor& eager, const at::Tenso
     v.detail = fmt::format("{} of {} elements differ", m.mismatches, m.numel);
     return v;
   }
+  if (rule.kind != ToleranceRule::Kind::Same) return judge_against_fp64(result, fp64, rule);
   at::Tensor res = result.to(eager.scalar_type());
   if (at::allclose(res, eager, rule.tol, rule.tol, rule.equal_nan)) {
     v.pass = true;

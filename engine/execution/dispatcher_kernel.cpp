@@ -40,6 +40,7 @@ c10::Layout to_c10(Layout l) {
 /// lower floating type (casts, factories, `sum(dtype=)`) become float64. float8 stays: no fp64
 /// kernel consumes it and its nodes are reported as not comparable.
 DType reference_dtype(DType d, Precision p) {
+  if (p == Precision::Widened && (d == DType::Half || d == DType::BFloat16)) return DType::Float;
   if (p == Precision::Fp64 && (d == DType::Half || d == DType::BFloat16 || d == DType::Float)) return DType::Double;
   if (p == Precision::Fp64 && d == DType::ComplexHalf) return DType::ComplexDouble;
   if (p == Precision::Fp64 && d == DType::ComplexFloat) return DType::ComplexDouble;
@@ -84,7 +85,7 @@ class DispatcherKernel final : public Kernel {
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
     const auto& schema = op_.schema();
     // The reference run has no lower dtypes to assert on; the native run keeps the check.
-    if (is_metadata_assert_ && ctx.precision == Precision::Fp64) {
+    if (is_metadata_assert_ && ctx.precision != Precision::Native) {
       record(ctx, "skipped (asserts the native dtype)");
       return;
     }
@@ -102,7 +103,7 @@ class DispatcherKernel final : public Kernel {
         continue;
       }
       stack.push_back(convert(node.inputs[static_cast<size_t>(slots_[i])].arg, sa, f, g, ctx));
-      if (is_softmax_ && sa.name() == "half_to_float" && ctx.precision == Precision::Fp64 && stack.back().toBool()) {
+      if (is_softmax_ && sa.name() == "half_to_float" && ctx.precision != Precision::Native && stack.back().toBool()) {
         stack.back() = false;
         record(ctx, "half_to_float=True -> False");
       }

@@ -18,7 +18,14 @@
 
 namespace pt2diff {
 
-const char* precision_name(Precision p) { return p == Precision::Fp64 ? "fp64" : "native"; }
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::Fp64: return "fp64";
+    case Precision::Widened: return "widened";
+    case Precision::Native: break;
+  }
+  return "native";
+}
 
 namespace {
 
@@ -30,6 +37,12 @@ struct GraphPlan {
 std::string where(const Node& n) {
   std::string frame = n.source.user_frame();
   return fmt::format("node '{}' ({}){}", n.name, short_target(n.target), frame.empty() ? "" : " at " + frame);
+}
+
+/// fp16/bf16 → float32 for the widened run.
+at::Tensor to_widened(const at::Tensor& t) {
+  if (!t.defined()) return t;
+  return t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16 ? t.to(at::kFloat) : t;
 }
 
 /// The reference run keeps every floating tensor in float64 (float8 stays: it has no fp64 kernels).
@@ -242,8 +255,8 @@ RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options)
 
 std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs,
                                                 const RunOptions& options) const {
-  if (options.precision != Precision::Native)
-    throw Error(Error::Kind::Internal, "run_region runs in native dtypes only");
+  if (options.precision == Precision::Fp64)
+    throw Error(Error::Kind::Internal, "run_region runs in native or widened dtypes only");
   const Graph& g = impl_->program.ir.graph;
   if (inputs.size() != region.inputs.size())
     throw Error(Error::Kind::Internal, fmt::format("region takes {} inputs, got {}", region.inputs.size(), inputs.size()));
@@ -252,13 +265,16 @@ std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const
   const GraphPlan& plan = impl_->plans.at(&g);
   RunResult scratch_result;
   std::set<std::string> fixups;
-  ExecContext ctx = impl_->context(Precision::Native, scratch_result, fixups);
+  ExecContext ctx = impl_->context(options.precision, scratch_result, fixups);
   // Fused: one frame, nodes read each other. Exploded: each node runs in `scratch`, seeded with the
   // given values of its inputs, and its outputs are kept apart in `defined`.
   Frame given, scratch;
   given.values.resize(g.values().size());
   scratch.values.resize(g.values().size());
-  for (size_t i = 0; i < inputs.size(); ++i) given.values[static_cast<size_t>(region.inputs[i])] = inputs[i];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const bool widen = options.precision == Precision::Widened && inputs[i].isTensor();
+    given.values[static_cast<size_t>(region.inputs[i])] = widen ? c10::IValue(to_widened(inputs[i].toTensor())) : inputs[i];
+  }
   std::vector<c10::IValue> defined(region.exploded ? g.values().size() : 0);
   for (NodeId id : region.nodes) {
     const Node& n = g.node(id);

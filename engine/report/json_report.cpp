@@ -73,6 +73,14 @@ std::string to_json(const DiffResult& r) {
                                  {"reason", c.verdict.reason}, {"detail", c.verdict.detail},
                                  {"compiled_to_fp64", metrics(c.compiled_to_fp64)}, {"eager_to_fp64", metrics(c.eager_to_fp64)}}},
                     {"probes", probes}};
+    json hints = json::array();
+    for (const Hint& h : l.hints) {
+      json evidence = json::object();
+      for (const auto& [name, value] : h.evidence) evidence[name] = number(value);
+      hints.push_back({{"kind", h.kind}, {"finding", h.finding}, {"summary", h.summary}, {"suggestion", h.suggestion},
+                       {"evidence", evidence}});
+    }
+    localization["hints"] = hints;
     localization["repro"] = nullptr;
     if (l.repro)
       localization["repro"] = {{"ok", l.repro->ok}, {"archive", l.repro->archive}, {"inputs", l.repro->inputs},
@@ -82,7 +90,7 @@ std::string to_json(const DiffResult& r) {
             {"graph", r.graph},
             {"inputs", r.inputs},
             {"compiled", r.compiled},
-            {"tolerance", {{"tol", r.rule.tol}, {"fp32_multiplier", r.rule.fp32_multiplier},
+            {"tolerance", {{"rule", rule_name(r.rule)}, {"tol", r.rule.tol}, {"fp32_multiplier", r.rule.fp32_multiplier},
                            {"low_precision_multiplier", r.rule.low_precision_multiplier},
                            {"small_tensor_multipliers", r.rule.small_tensor_multipliers}}},
             {"verdict", graph_failed ? "compiler_failed" : r.diverged ? "diverged" : "agree"},

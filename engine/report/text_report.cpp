@@ -19,7 +19,8 @@ std::string ulp(double v) { return std::isinf(v) ? "inf" : fmt::format("{:.1f}",
 std::string to_text(const DiffResult& r) {
   std::string out;
   auto line = [&](const std::string& s) { out += s + "\n"; };
-  line(fmt::format("{} with {}: compiled = {}, reference = fp64, tol = {}", r.graph, r.inputs, r.compiled, r.rule.tol));
+  line(fmt::format("{} with {}: compiled = {}, reference = fp64, rule = {}, tol = {}", r.graph, r.inputs, r.compiled,
+                   rule_name(r.rule), r.rule.tol));
   line("");
   bool graph_failed = false;
   if (!r.compiles.empty()) {
@@ -59,6 +60,10 @@ std::string to_text(const DiffResult& r) {
     if (!l.exploded_suspects.empty())
       line(fmt::format("  exploded compile flagged: {} ({})", fmt::join(l.exploded_suspects, ", "),
                        l.exploded_agrees ? "agrees with the bisection" : "the bisection found otherwise"));
+    for (const Hint& h : l.hints) {
+      line(fmt::format("  hint ({}, {}): {}", h.kind, h.finding, h.summary));
+      if (!h.suggestion.empty()) line(fmt::format("    -> {}", h.suggestion));
+    }
     if (l.repro && l.repro->ok) line(fmt::format("  repro: {}", l.repro->command));
     else if (l.repro) line(fmt::format("  repro not written: {}", l.repro->message));
     else if (c.kind == Culprit::Kind::SingleOp || c.kind == Culprit::Kind::Window)

@@ -34,8 +34,18 @@ struct Metrics {
 /// else in `value`'s dtype. Throws pt2diff::Error on a shape mismatch.
 Metrics measure(const at::Tensor& value, const at::Tensor& reference, std::optional<at::ScalarType> ulp_dtype = std::nullopt);
 
-/// The verdict rule, compatible with torch._dynamo.utils.same() (the accuracy minifier's rule).
+/// The verdict rule. The default is compatible with torch._dynamo.utils.same() (the accuracy
+/// minifier's rule); the others judge the result against fp64 alone (--rule).
 struct ToleranceRule {
+  enum class Kind {
+    Same,      ///< allclose to eager, else RMSE(result, fp64) <= multiplier x RMSE(eager, fp64) + tol/10
+    Allclose,  ///< allclose to fp64 at atol = rtol = tol
+    Ulp,       ///< max ULP distance to fp64, in the result's dtype, <= max_ulp
+    Cosine,    ///< cosine similarity to fp64 >= min_cosine
+  };
+  Kind kind = Kind::Same;
+  double max_ulp = 0;        ///< Ulp
+  double min_cosine = 0.99;  ///< Cosine
   double tol = 1e-3;                    ///< --tol: atol = rtol = tol for the allclose step
   double fp32_multiplier = 2;           ///< RMSE(res, fp64) may be this many times RMSE(eager, fp64)
   double low_precision_multiplier = 3;  ///< the same for fp16/bf16 and for values with numel < 1000
@@ -43,11 +53,18 @@ struct ToleranceRule {
   bool equal_nan = true;
 };
 
+/// "same", "allclose", "ulp:4", "cosine:0.99" → a rule (other fields default). Throws pt2diff::Error(Usage).
+ToleranceRule parse_rule(const std::string& spec);
+/// The rule's name as parse_rule() reads it.
+std::string rule_name(const ToleranceRule& rule);
+
 /// Whether a result passes, with a stable reason and the numbers the rule used.
 struct Verdict {
   bool pass = false;
   /// Stable reasons: "allclose", "rmse_within_bound", "rmse_exceeds_bound", "nan_where_fp64_finite",
-  /// "eager_nan_fp64_agrees", "fp64_unavailable", "exact_match", "exact_mismatch", "shape_mismatch".
+  /// "eager_nan_fp64_agrees", "fp64_unavailable", "exact_match", "exact_mismatch", "shape_mismatch";
+  /// other rules: "allclose_to_fp64", "not_allclose_to_fp64", "ulp_within_bound", "ulp_exceeds_bound",
+  /// "cosine_within_bound", "cosine_below_bound".
   std::string reason;
   std::string detail;  ///< the rule's numbers in words
   double rmse_result = 0, rmse_eager = 0, multiplier = 0, bound = 0;

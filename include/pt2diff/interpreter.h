@@ -27,6 +27,9 @@ namespace pt2diff {
 enum class Precision {
   Native,  ///< the graph's own dtypes: what eager PyTorch computes
   Fp64,    ///< every floating value in float64: the reference
+  /// fp16/bf16 values computed and kept in float32, fp32 and wider unchanged: what a fused kernel that
+  /// keeps fp32 intermediates computes (a counterfactual for the dtype-promotion hint; run_region only).
+  Widened,
 };
 const char* precision_name(Precision precision);
 
@@ -99,7 +102,8 @@ class Interpreter {
   /// memory stays that of two runs, however long the graph.
   /// Runs a region alone in native dtypes: `inputs` holds one value per RegionSpec::inputs entry;
   /// returns one value per RegionSpec::outputs entry. Exploded regions run each node on the given
-  /// values of its inputs. Honors RunOptions::after_node; precision must be Native.
+  /// values of its inputs. Honors RunOptions::after_node. Precision Native or Widened (inputs in
+  /// fp16/bf16 are computed in float32; outputs stay in float32).
   std::vector<c10::IValue> run_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs,
                                       const RunOptions& options = {}) const;
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "pt2diff/compare.h"
+#include "pt2diff/hints.h"
 
 namespace pt2diff {
 
@@ -84,6 +85,7 @@ struct Localization {
   std::vector<Probe> probes;
   double seconds = 0;
   std::optional<Repro> repro;      ///< when asked for and a culprit was named
+  std::vector<Hint> hints;         ///< why the culprit diverges (hints.h), when one was named
 };
 
 }  // namespace pt2diff

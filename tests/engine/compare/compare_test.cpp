@@ -2,12 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/linspace.h>
 #include <ATen/ops/tensor.h>
 #include <limits>
 
 #include "pt2diff/compare.h"
+#include "pt2diff/error.h"
 
 namespace pt2diff {
 namespace {
@@ -121,6 +123,33 @@ TEST(Verdict, LowPrecisionAndSmallTensorsGetTheLargerMultiplier) {
   at::Tensor small = at::linspace(0.0, 1.0, 8, at::kDouble);
   Verdict s = judge((small + 0.5).to(at::kFloat), (small + 0.01).to(at::kFloat), small, opt_in);
   EXPECT_DOUBLE_EQ(s.multiplier, 10);
+}
+
+}  // namespace
+}  // namespace pt2diff
+
+namespace pt2diff {
+namespace {
+
+TEST(VerdictRules, OtherRulesJudgeAgainstFp64Alone) {
+  at::Tensor fp64 = at::arange(1, 101, at::kDouble).div(7);
+  at::Tensor close = fp64.to(at::kFloat);                // fp32 rounding: <= 0.5 ulp
+  at::Tensor off = fp64.mul(1.01).to(at::kFloat);        // 1% off
+  ToleranceRule ulp = parse_rule("ulp:1");
+  EXPECT_TRUE(judge(close, close, fp64, ulp).pass);
+  Verdict bad = judge(off, close, fp64, ulp);
+  EXPECT_FALSE(bad.pass);
+  EXPECT_EQ(bad.reason, "ulp_exceeds_bound");
+  ToleranceRule allclose = parse_rule("allclose");
+  EXPECT_EQ(judge(close, close, fp64, allclose).reason, "allclose_to_fp64");
+  EXPECT_EQ(judge(off, close, fp64, allclose).reason, "not_allclose_to_fp64");
+  ToleranceRule cosine = parse_rule("cosine:0.9999");
+  EXPECT_TRUE(judge(off, close, fp64, cosine).pass);  // a uniform 1% scale keeps the direction
+  EXPECT_EQ(judge(off.flip(0), close, fp64, cosine).reason, "cosine_below_bound");
+  EXPECT_EQ(judge(off, close, at::Tensor(), cosine).reason, "fp64_unavailable");
+  EXPECT_EQ(rule_name(parse_rule("ulp:4")), "ulp:4");
+  EXPECT_EQ(rule_name(parse_rule("cosine")), "cosine:0.99");
+  for (const char* bad_spec : {"ulp", "ulp:x", "frobnicate", "same:3"}) EXPECT_THROW(parse_rule(bad_spec), Error) << bad_spec;
 }
 
 }  // namespace

@@ -40,7 +40,22 @@ def main():
             print(f"{name}: {culprit['kind']} {culprit['nodes']} ({culprit['ops']}) after {loc['compiles']} compiles "
                   f"(budget {loc['budget']}, cone {loc['cone_size']}), localization {loc['seconds']:.1f} s, "
                   f"whole run {r['seconds']:.1f} s; first matmul is {first_matmul}: {'ok' if ok else 'WRONG'}")
-            failures += 0 if ok else 1
+            findings = {h["kind"]: h["finding"] for h in loc["hints"]}
+            hinted = findings.get("dtype_promotion") == "lower_precision_than_promotion" and \
+                findings.get("compiler_lever") == "lever_does_not_remove_divergence"
+            print(f"{name}: hints {findings}: {'ok' if hinted else 'WRONG'}")
+            failures += (0 if ok else 1) + (0 if hinted else 1)
+        # A real bf16 graph under the real Inductor, judged bit for bit (tol 0, multiplier 0): fused
+        # kernels keep fp32 between bf16 ops, which the hints must say and the lever must confirm.
+        report = os.path.join(tmp, "bf16_block_strict.json")
+        subprocess.run([pt2diff, os.path.join(fixtures, "bf16_block.pt2"), os.path.join(fixtures, "bf16_block_inputs.pt"),
+                        "--tol", "0", "--low-precision-multiplier", "0", "--json", report], capture_output=True, text=True)
+        loc = json.load(open(report))["localization"]
+        findings = {h["kind"]: h["finding"] for h in (loc or {}).get("hints", [])}
+        ok = findings.get("dtype_promotion") == "compiled_keeps_higher_precision" and \
+            findings.get("compiler_lever") == "lever_removes_divergence"
+        print(f"bf16_block (strict rule): culprit {loc and loc['culprit']['nodes']}, hints {findings}: {'ok' if ok else 'WRONG'}")
+        failures += 0 if ok else 1
     print("FAILED" if failures else "every planted Inductor bug localized")
     return 1 if failures else 0
 

@@ -1,0 +1,27 @@
+// engine/hints/hint_context.h — what every hint experiment gets: the culprit window, the values it was
+// fed, and its results compiled, eager and in fp64.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "pt2diff/backend.h"
+#include "pt2diff/diff.h"
+#include "pt2diff/interpreter.h"
+
+namespace pt2diff {
+
+struct HintContext {
+  const Program& program;
+  const Interpreter& interpreter;
+  const DiffOptions& options;
+  RegionSpec window;                 ///< fused, judged at its last node's outputs
+  std::vector<c10::IValue> inputs;   ///< fp64 values rounded to their dtypes at the window's boundary
+  at::Tensor compiled, eager, fp64;  ///< the judged output of the window, three ways
+  size_t judged = 0;                 ///< which of window.outputs that is
+};
+
+std::optional<Hint> dtype_promotion_hint(const HintContext& ctx);
+std::optional<Hint> compiler_lever_hint(const HintContext& ctx);
+
+}  // namespace pt2diff

@@ -1,0 +1,28 @@
+// pt2diff/hints.h — why a culprit diverges, each answer backed by an experiment the engine ran.
+//
+//   for (const pt2diff::Hint& h : result.localization->hints)
+//     std::cout << h.kind << ": " << h.summary << "\n  -> " << h.suggestion << "\n";
+//
+// Hints come from counterfactual runs of the culprit window, never from an op's name alone:
+// dtype_promotion compares the compiled result with the window computed with fp32 intermediates
+// (fused-kernel semantics) and with lower-precision rounding; compiler_lever re-compiles the window
+// with a lever (emulate_precision_casts) and says whether the divergence goes away.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pt2diff {
+
+struct Hint {
+  std::string kind;        ///< "dtype_promotion", "compiler_lever"
+  /// Stable: "compiled_keeps_higher_precision", "lower_precision_than_promotion", "not_explained_by_promotion",
+  /// "lever_removes_divergence", "lever_does_not_remove_divergence".
+  std::string finding;
+  std::string summary;     ///< one sentence with the numbers
+  std::string suggestion;  ///< what a user can do about it
+  std::vector<std::pair<std::string, double>> evidence;  ///< the numbers, named ("rmse_compiled_to_widened", ...)
+};
+
+}  // namespace pt2diff
