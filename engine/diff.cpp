@@ -122,7 +122,7 @@ std::vector<Hint> explain_culprit(const Program& program, const Interpreter& int
     return {};
   }
   std::vector<Hint> hints;
-  for (auto experiment : {dtype_promotion_hint, compiler_lever_hint})
+  for (auto experiment : {dtype_promotion_hint, reduction_order_hint, compiler_lever_hint})
     if (auto h = experiment(ctx)) hints.push_back(std::move(*h));
   return hints;
 }

@@ -18,6 +18,7 @@
 #include <functional>
 
 #include "engine/backends/backends.h"
+#include "engine/execution/reduction_orders.h"
 #include "graphs/graph_text.h"
 #include "pt2diff/error.h"
 
@@ -45,13 +46,7 @@ std::string op_name(std::string op) {
   return op;
 }
 
-std::string node_op(const Node& n) { return op_name(short_target(n.target)); }
-
-const std::vector<std::string>& reorderable_ops() {
-  static const std::vector<std::string> ops = {"mm", "bmm", "addmm", "baddbmm", "linear", "matmul", "convolution",
-                                               "sum", "mean", "_softmax", "softmax", "_log_softmax", "log_softmax"};
-  return ops;
-}
+std::string node_op(const Node& n) { return reduction_op_name(n); }
 
 const Node& find_node(const Graph& g, const std::string& spec, const std::string& where) {
   if (auto hash = where.rfind('#'); hash != std::string::npos) {
@@ -112,67 +107,6 @@ Fault parse_fault(const std::string& spec, const Graph& g) {
   return f;
 }
 
-/// The literal int list argument `name` of a node ("dim"), or empty when absent or None.
-std::vector<int64_t> int_list_argument(const Node& n, const std::string& name) {
-  for (const NamedArgument& a : n.inputs) {
-    if (a.name != name) continue;
-    if (a.arg.kind == Argument::Kind::Ints) return a.arg.as<std::vector<int64_t>>();
-    if (a.arg.kind == Argument::Kind::Int) return {a.arg.as<int64_t>()};
-  }
-  return {};
-}
-
-int64_t int_argument(const Node& n, const std::string& name, int64_t fallback) {
-  for (const NamedArgument& a : n.inputs)
-    if (a.name == name && a.arg.kind == Argument::Kind::Int) return a.arg.as<int64_t>();
-  return fallback;
-}
-
-at::Tensor tensor_at(const std::vector<c10::IValue>& inputs, size_t i, const Node& n) {
-  if (i >= inputs.size() || !inputs[i].isTensor())
-    throw Error(Error::Kind::Usage, fmt::format("fault reorder: node '{}' has no tensor input #{} (an input used twice?)", n.name, i));
-  return inputs[i].toTensor();
-}
-
-/// The node recomputed with its reduction walked in reverse: the same math, another rounding order.
-std::vector<c10::IValue> reordered(const Node& n, NodeCall& call) {
-  const std::string op = node_op(n);
-  std::vector<c10::IValue> in = call.inputs;
-  auto flip = [&](size_t i, int64_t dim) { in[i] = tensor_at(in, i, n).flip({dim}); };
-  if (op == "mm") { flip(0, 1); flip(1, 0); return call.rerun(in); }
-  if (op == "bmm") { flip(0, 2); flip(1, 1); return call.rerun(in); }
-  if (op == "addmm") { flip(1, 1); flip(2, 0); return call.rerun(in); }
-  if (op == "baddbmm") { flip(1, 2); flip(2, 1); return call.rerun(in); }
-  if (op == "linear") { flip(0, -1); flip(1, 1); return call.rerun(in); }
-  if (op == "matmul") {
-    const at::Tensor a = tensor_at(in, 0, n), b = tensor_at(in, 1, n);
-    flip(0, -1);
-    flip(1, b.dim() == 1 ? 0 : -2);
-    return call.rerun(in);
-  }
-  if (op == "convolution") {
-    if (int_argument(n, "groups", 1) != 1) throw Error(Error::Kind::Usage, fmt::format("fault reorder: '{}' is a grouped convolution", n.name));
-    flip(0, 1);
-    flip(1, 1);
-    return call.rerun(in);
-  }
-  if (op == "sum" || op == "mean") {
-    at::Tensor x = tensor_at(in, 0, n);
-    std::vector<int64_t> dims = int_list_argument(n, "dim");
-    if (dims.empty())
-      for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
-    in[0] = x.flip(dims);
-    return call.rerun(in);
-  }
-  // softmax family: flip along the softmax dim, then flip the result back into place.
-  const int64_t dim = int_argument(n, "dim", -1);
-  flip(0, dim);
-  std::vector<c10::IValue> out = call.rerun(in);
-  for (c10::IValue& v : out)
-    if (v.isTensor()) v = v.toTensor().flip({dim});
-  return out;
-}
-
 uint64_t seed_of(const std::string& name) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a: the same noise on every run and machine
   for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
@@ -182,7 +116,7 @@ uint64_t seed_of(const std::string& name) {
 void plant(const Fault& f, const Node& n, NodeCall& call) {
   if (n.name != f.node) return;
   if (f.kind == FaultKind::Reorder) {
-    call.outputs = reordered(n, call);
+    call.outputs = reversed_order(n, call);
     return;
   }
   for (c10::IValue& v : call.outputs) {

@@ -22,6 +22,7 @@ struct HintContext {
 };
 
 std::optional<Hint> dtype_promotion_hint(const HintContext& ctx);
+std::optional<Hint> reduction_order_hint(const HintContext& ctx);
 std::optional<Hint> compiler_lever_hint(const HintContext& ctx);
 
 }  // namespace pt2diff

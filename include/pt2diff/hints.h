@@ -16,9 +16,9 @@
 namespace pt2diff {
 
 struct Hint {
-  std::string kind;        ///< "dtype_promotion", "compiler_lever"
+  std::string kind;        ///< "dtype_promotion", "reduction_order", "compiler_lever"
   /// Stable: "compiled_keeps_higher_precision", "lower_precision_than_promotion", "not_explained_by_promotion",
-  /// "lever_removes_divergence", "lever_does_not_remove_divergence".
+  /// "inside_envelope", "outside_envelope", "lever_removes_divergence", "lever_does_not_remove_divergence".
   std::string finding;
   std::string summary;     ///< one sentence with the numbers
   std::string suggestion;  ///< what a user can do about it

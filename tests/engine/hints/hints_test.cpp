@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "../../test_support.h"
+#include "pt2diff/compare.h"
 #include "pt2diff/diff.h"
 
 namespace pt2diff {
@@ -43,6 +44,55 @@ TEST(DtypePromotionHint, AScaleIsNotExplainedByPromotion) {
     ASSERT_NE(h, nullptr) << name;
     EXPECT_EQ(h->finding, "not_explained_by_promotion") << name << ": " << h->summary;
     EXPECT_FALSE(h->evidence.empty());
+  }
+}
+
+}  // namespace
+}  // namespace pt2diff
+
+namespace pt2diff {
+namespace {
+
+/// Judged bit for bit against eager first (tol 0): only the planted node differs from eager, and a
+/// different summation order there fails unless it is at least twice as accurate.
+DiffResult run_exacting(const std::string& name, const std::string& spec) {
+  Program p = load_program(fixture(name + ".pt2"));
+  DiffOptions o;
+  o.compiled = spec;
+  o.rule.tol = 0;
+  o.rule.fp32_multiplier = o.rule.low_precision_multiplier = 0.5;
+  return diff(p, bind_inputs(p, load_inputs(fixture(testing::base_name(name) + "_inputs.pt"))), o);
+}
+
+TEST(ReductionOrderHint, ReorderedSummationIsInsideTheEnvelope) {
+  int explained = 0;
+  for (auto [name, node] : std::vector<std::pair<std::string, std::string>>{{"mlp", "linear"},
+                                                                            {"mlp_core", "addmm"},
+                                                                            {"attention_core", "bmm_1"},
+                                                                            {"attention_core", "addmm"},
+                                                                            {"attention_core", "_softmax"},
+                                                                            {"conv_bn_relu_core", "convolution"},
+                                                                            {"ln_softmax_gelu_core", "_softmax"}}) {
+    DiffResult r = run_exacting(name, "fault:" + node + ":reorder");
+    if (!r.diverged) continue;  // this order happens to round exactly like eager's
+    ASSERT_TRUE(r.localization) << name << " " << node;
+    // The single op, or a window ending at it (its inputs decide whether the new order rounds differently).
+    ASSERT_FALSE(r.localization->culprit.nodes.empty()) << name;
+    ASSERT_EQ(r.localization->culprit.nodes.back(), node) << name << ": " << r.localization->culprit.summary;
+    const Hint* h = find_hint(r, "reduction_order");
+    ASSERT_NE(h, nullptr) << name << " " << node;
+    EXPECT_EQ(h->finding, "inside_envelope") << name << ": " << h->summary;
+    ++explained;
+  }
+  EXPECT_GE(explained, 4);
+}
+
+TEST(ReductionOrderHint, AScaleOrBf16RoundingIsOutsideTheEnvelope) {
+  for (const char* kind : {"scale=0.05", "bf16"}) {
+    DiffResult r = run("mlp", std::string("fault:linear:") + kind);
+    const Hint* h = find_hint(r, "reduction_order");
+    ASSERT_NE(h, nullptr) << kind;
+    EXPECT_EQ(h->finding, "outside_envelope") << kind << ": " << h->summary;
   }
 }
 

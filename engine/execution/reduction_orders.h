@@ -1,0 +1,27 @@
+// engine/execution/reduction_orders.h — a reduction node recomputed in another summation order with
+// its own kernel: reversed along the reduction, or in blocks whose partial results are summed in the
+// output dtype. The fault backend plants the reversed order; the reduction-order hint builds its
+// envelope from all of them.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "pt2diff/graph.h"
+#include "pt2diff/interpreter.h"
+
+namespace pt2diff {
+
+/// Ops this file can reorder, by name without namespace and overload ("mm", "sum", "_softmax", ...).
+const std::vector<std::string>& reorderable_ops();
+/// "aten.mm.default" → "mm".
+std::string reduction_op_name(const Node& node);
+/// The number of terms each output element sums (K of a matmul, the reduced elements of a sum); 0 if unknown.
+int64_t reduction_length(const Node& node, const std::vector<c10::IValue>& inputs);
+/// The node recomputed with its reduction walked in reverse.
+std::vector<c10::IValue> reversed_order(const Node& node, NodeCall& call);
+/// The node recomputed in blocks of `block` terms, partial results summed in the output dtype;
+/// nullopt for ops without a blocked form here (softmax, convolution).
+std::optional<std::vector<c10::IValue>> blocked_order(const Node& node, NodeCall& call, int64_t block);
+
+}  // namespace pt2diff
