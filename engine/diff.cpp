@@ -129,6 +129,39 @@ std::vector<Hint> explain_culprit(const Program& program, const Interpreter& int
 
 }  // namespace
 
+std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, const std::string& node, const DiffOptions& options) {
+  const Graph& g = program.ir.graph;
+  const Node* target = nullptr;
+  for (const Node& n : g.nodes())
+    if (n.name == node) target = &n;
+  if (!target) throw Error(Error::Kind::Usage, fmt::format("--node {}: no such node in {} (see pt2diff inspect --graph)", node, program.path));
+  std::unique_ptr<Backend> backend = make_backend(options.compiled, program, options.backend);
+  Interpreter interpreter(program);
+  ReferenceRuns reference;
+  reference.eager = graph_input_values(program, inputs);
+  reference.rounded = reference.eager;
+  reference.fp64.resize(g.values().size());
+  interpreter.run_lockstep(inputs, [&](const NodeStep& step) {
+    auto outs = step.node.output_values();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const size_t v = static_cast<size_t>(outs[i]);
+      reference.eager[v] = step.native[i];
+      reference.fp64[v] = step.fp64[i];
+      reference.rounded[v] = step.fp64[i].isTensor() && step.native[i].isTensor()
+                                 ? c10::IValue(step.fp64[i].toTensor().to(step.native[i].toTensor().scalar_type()))
+                                 : step.native[i];
+    }
+  });
+  Culprit culprit;
+  culprit.nodes = {target->name};
+  for (ValueId v : target->output_values())
+    if (reference.fp64[static_cast<size_t>(v)].isTensor()) {
+      culprit.value = g.value(v).name;
+      break;
+    }
+  return explain_culprit(program, interpreter, *backend, culprit, reference, options);
+}
+
 DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const Graph& g = program.ir.graph;

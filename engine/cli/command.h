@@ -42,5 +42,6 @@ struct InputOptions {
 
 std::unique_ptr<Command> make_inspect_command();
 std::unique_ptr<Command> make_diff_command();
+std::unique_ptr<Command> make_explain_command();
 
 }  // namespace pt2diff::cli

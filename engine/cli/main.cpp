@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   std::vector<Entry> commands;
   commands.push_back({"inspect", "summarize an archive: ops, dtypes, inputs/outputs, weights, unsupported ops, input binding",
                       pt2diff::cli::make_inspect_command()});
+  commands.push_back({"explain", "run the hint experiments (dtype promotion, reduction order, compiler levers) on one node",
+                      pt2diff::cli::make_explain_command()});
 
   std::vector<std::pair<CLI::App*, pt2diff::cli::Command*>> parsed;
   for (Entry& e : commands) {

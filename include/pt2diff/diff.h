@@ -106,6 +106,11 @@ struct DiffResult {
 /// Runs the three ways and compares. Throws pt2diff::Error for inputs or graphs it cannot run; a
 /// compiler that fails, crashes or hangs is recorded in the result (`compiles`, `compiled_failed`).
 DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options);
+/// The hint experiments (hints.h) on one node, culprit or not: the node alone, fed the fp64 values of
+/// its inputs rounded to their dtypes, compiled with `options.compiled`. Throws pt2diff::Error(Usage)
+/// for an unknown node.
+std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, const std::string& node, const DiffOptions& options);
+
 /// The readable report.
 std::string to_text(const DiffResult& result);
 /// The report as JSON (docs/report.schema.json).

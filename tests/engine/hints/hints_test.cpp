@@ -98,3 +98,22 @@ TEST(ReductionOrderHint, AScaleOrBf16RoundingIsOutsideTheEnvelope) {
 
 }  // namespace
 }  // namespace pt2diff
+
+namespace pt2diff {
+namespace {
+
+TEST(ExplainCli, RunsTheExperimentsOnAnyNode) {
+  auto r = testing::run_cli("explain " + fixture("mlp.pt2") + " " + fixture("mlp_inputs.pt") +
+                            " --node linear --compiled fault:linear:reorder");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("reduction_order (inside_envelope): linear (aten.linear.default, N = 32)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rmse_reversed_to_fp64"), std::string::npos);
+  auto bf16 = testing::run_cli("explain " + fixture("mlp.pt2") + " --node linear --compiled fault:linear:bf16");
+  EXPECT_NE(bf16.out.find("dtype_promotion (lower_precision_than_promotion)"), std::string::npos) << bf16.out;
+  auto bad = testing::run_cli("explain " + fixture("mlp.pt2") + " --node nosuch --compiled eager");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--node nosuch: no such node"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace pt2diff
