@@ -95,6 +95,28 @@ std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const 
   return outputs;
 }
 
+/// The graph inputs of the reference runs (an upcast input rounds back to itself).
+ReferenceRuns start_reference(const Program& program, const BoundInputs& inputs) {
+  ReferenceRuns reference;
+  reference.eager = graph_input_values(program, inputs);
+  reference.rounded = reference.eager;
+  reference.fp64.resize(program.ir.graph.values().size());
+  return reference;
+}
+
+/// Keeps a lockstep step's values: eager, fp64, and fp64 rounded to the native dtype.
+void keep_reference(const NodeStep& step, ReferenceRuns& reference) {
+  const auto outs = step.node.output_values();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const size_t v = static_cast<size_t>(outs[i]);
+    reference.eager[v] = step.native[i];
+    reference.fp64[v] = step.fp64[i];
+    reference.rounded[v] = step.fp64[i].isTensor() && step.native[i].isTensor()
+                               ? c10::IValue(step.fp64[i].toTensor().to(step.native[i].toTensor().scalar_type()))
+                               : step.native[i];
+  }
+}
+
 /// The hint experiments on a named culprit (engine/hints/). A compiler failure here costs the hints,
 /// never the report.
 std::vector<Hint> explain_culprit(const Program& program, const Interpreter& interpreter, Backend& backend, const Culprit& culprit,
@@ -137,21 +159,8 @@ std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, con
   if (!target) throw Error(Error::Kind::Usage, fmt::format("--node {}: no such node in {} (see pt2diff inspect --graph)", node, program.path));
   std::unique_ptr<Backend> backend = make_backend(options.compiled, program, options.backend);
   Interpreter interpreter(program);
-  ReferenceRuns reference;
-  reference.eager = graph_input_values(program, inputs);
-  reference.rounded = reference.eager;
-  reference.fp64.resize(g.values().size());
-  interpreter.run_lockstep(inputs, [&](const NodeStep& step) {
-    auto outs = step.node.output_values();
-    for (size_t i = 0; i < outs.size(); ++i) {
-      const size_t v = static_cast<size_t>(outs[i]);
-      reference.eager[v] = step.native[i];
-      reference.fp64[v] = step.fp64[i];
-      reference.rounded[v] = step.fp64[i].isTensor() && step.native[i].isTensor()
-                                 ? c10::IValue(step.fp64[i].toTensor().to(step.native[i].toTensor().scalar_type()))
-                                 : step.native[i];
-    }
-  });
+  ReferenceRuns reference = start_reference(program, inputs);
+  interpreter.run_lockstep(inputs, [&](const NodeStep& step) { keep_reference(step, reference); });
   Culprit culprit;
   culprit.nodes = {target->name};
   for (ValueId v : target->output_values())
@@ -183,11 +192,7 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
   const bool keep = exploded || (options.localize.enabled && backend->compiles_regions());
   // Every value of the eager and fp64 runs, for the exploded compile and the localization probes.
   ReferenceRuns reference;
-  if (keep) {
-    reference.eager = graph_input_values(program, inputs);
-    reference.rounded = reference.eager;  // an upcast input rounds back to itself
-    reference.fp64.resize(g.values().size());
-  }
+  if (keep) reference = start_reference(program, inputs);
   Interpreter interpreter(program);
   LockstepResult runs = interpreter.run_lockstep(inputs, [&](const NodeStep& step) {
     NodeError ne;
@@ -199,15 +204,8 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
     const auto ulp_dtype = working_dtype(g, step.node);
     for (size_t i = 0; i < outs.size(); ++i) {
       ne.values.push_back(value_error(g, outs[i], step.native[i], step.fp64[i], step.local[i], ulp_dtype));
-      if (keep) {
-        const size_t v = static_cast<size_t>(outs[i]);
-        reference.eager[v] = step.native[i];
-        reference.fp64[v] = step.fp64[i];
-        reference.rounded[v] = step.fp64[i].isTensor() && step.native[i].isTensor()
-                                   ? c10::IValue(step.fp64[i].toTensor().to(step.native[i].toTensor().scalar_type()))
-                                   : step.native[i];
-      }
     }
+    if (keep) keep_reference(step, reference);
     r.nodes.push_back(std::move(ne));
   });
   r.fixups = runs.fp64.fixups;
