@@ -318,6 +318,15 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
     step->clear();
     loc.failing_outputs = failing_names;
     for (size_t i : suspects) loc.exploded_suspects.push_back(g.node(cone[i]).name);
+    // A random op where divergence first shows: compiled and eager draw different streams, so no
+    // window can be judged; say that rather than blame accumulated error.
+    if (loc.culprit.kind == Culprit::Kind::Inconclusive && !loc.culprit.nodes.empty() &&
+        std::find(r.random_nodes.begin(), r.random_nodes.end(), loc.culprit.nodes.front()) != r.random_nodes.end())
+      loc.culprit.summary = fmt::format(
+          "divergence first shows at {}, which draws random numbers: the compiled code draws a different random stream "
+          "than eager, so its values cannot be compared op by op (Inductor: fallback_random=True uses eager's kernels, but the "
+          "worker's generator is not seeded like the engine's yet)",
+          loc.culprit.nodes.front());
     const bool named = loc.culprit.kind == Culprit::Kind::SingleOp || loc.culprit.kind == Culprit::Kind::Window;
     if (named && !options.repro_dir.empty()) loc.repro = write_repro(program, loc.culprit, reference, options);
     if (named) loc.hints = explain_culprit(program, interpreter, *backend, loc.culprit, reference, options);

@@ -56,6 +56,14 @@ def main():
             findings.get("compiler_lever") == "lever_removes_divergence"
         print(f"bf16_block (strict rule): culprit {loc and loc['culprit']['nodes']}, hints {findings}: {'ok' if ok else 'WRONG'}")
         failures += 0 if ok else 1
+        # Random ops: Inductor draws another stream; localization must say so, not name a culprit.
+        report = os.path.join(tmp, "dropout.json")
+        subprocess.run([pt2diff, os.path.join(fixtures, "dropout.pt2"), os.path.join(fixtures, "dropout_inputs.pt"), "--json", report],
+                       capture_output=True, text=True)
+        culprit = json.load(open(report))["localization"]["culprit"]
+        ok = culprit["kind"] == "inconclusive" and "draws random numbers" in culprit["summary"]
+        print(f"dropout: {culprit['kind']}: {culprit['summary'][:90]}...: {'ok' if ok else 'WRONG'}")
+        failures += 0 if ok else 1
     print("FAILED" if failures else "every planted Inductor bug localized")
     return 1 if failures else 0
 
