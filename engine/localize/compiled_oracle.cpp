@@ -20,7 +20,7 @@ class CompiledOracle final : public RegionOracle {
  public:
   CompiledOracle(const Program& program, Backend& backend, const Interpreter& interpreter, const ReferenceRuns& refs,
                  std::vector<NodeId> cone, std::set<ValueId> uncomparable, const ToleranceRule& rule)
-      : program_(program), g_(program.ir.graph), backend_(backend), interpreter_(interpreter), refs_(refs), cone_(std::move(cone)),
+      : g_(program.ir.graph), backend_(backend), interpreter_(interpreter), refs_(refs), cone_(std::move(cone)),
         uncomparable_(std::move(uncomparable)), rule_(rule) {
     for (size_t i = 0; i < cone_.size(); ++i) position_[cone_[i]] = i;
   }
@@ -151,7 +151,6 @@ class CompiledOracle final : public RegionOracle {
     return a;
   }
 
-  const Program& program_;
   const Graph& g_;
   Backend& backend_;
   const Interpreter& interpreter_;
