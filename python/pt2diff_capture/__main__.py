@@ -1,0 +1,101 @@
+"""python -m pt2diff_capture from-repro REPRO.py --out DIR | export --module MOD:FACTORY --out NAME | list DIR"""
+import argparse
+import importlib
+import json
+import os
+import sys
+import warnings
+
+from .normalize import CaptureError, one_line
+
+
+def _short(path):
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def from_repro_cmd(a):
+    from .minifier import from_repro
+    c = from_repro(a.repro, a.out, save_dir=a.save_dir, core_aten=a.core_aten)
+    e = c.exported
+    store = c.store and _short(c.store)
+    if c.store is None:
+        source = f"all {c.storages} generated at random ({c.store_note})"
+    elif c.loaded < c.storages:
+        source = (f"{c.loaded} of {c.storages} read from {store} ({c.store_note}), "
+                  f"{c.storages - c.loaded} generated at random (not in {store}/storages)")
+    else:
+        source = f"all {c.storages} read from {store} ({c.store_note})"
+    print(f"{a.repro}: {len(e.input_specs)} inputs; storages: {source}")
+    print(f"wrote {e.archive} ({e.ops} ops) and {e.inputs}")
+    if c.inductor_config:
+        print("the repro sets Inductor config: " + ", ".join(f"{k}={v!r}" for k, v in c.inductor_config.items()))
+    if c.loaded < c.storages:
+        print("note: random inputs may not show the divergence the minifier saw")
+    print(f"run: {c.command}")
+
+
+def export_cmd(a):
+    from .export import export_module
+    module_name, _, factory_name = a.module.partition(":")
+    if not factory_name:
+        raise CaptureError(f"--module {a.module}: expected MODULE:FACTORY (e.g. mymodels.bert:make)")
+    sys.path.insert(0, os.getcwd())
+    try:
+        factory = getattr(importlib.import_module(module_name), factory_name)
+    except (ImportError, AttributeError) as e:
+        raise CaptureError(f"--module {a.module}: {one_line(e)}") from e
+    made = factory()
+    if not (isinstance(made, tuple) and len(made) in (2, 3)):
+        raise CaptureError(f"--module {a.module}: the factory must return (module, args) or (module, args, kwargs)")
+    e = export_module(*made, out=a.out, core_aten=a.core_aten)
+    n = len(e.input_specs)
+    print(f"wrote {e.archive} ({e.ops} ops) and {e.inputs} ({n} input{'s' if n != 1 else ''})")
+    print(f"run: {e.command}")
+
+
+def list_cmd(a):
+    path = os.path.join(a.dir, "index.json")
+    try:
+        with open(path) as f:
+            graphs = json.load(f)["graphs"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CaptureError(f"{path}: cannot read it ({one_line(e)}): capture into {a.dir} first") from e
+    for g in graphs:
+        name = f"graph_{g['id']:03d}"
+        if g.get("status") == "ok":
+            cmd = f"pt2diff {os.path.join(a.dir, g['archive'])} {os.path.join(a.dir, g['inputs'])}"
+            print(f"{name}  {g['ops']:4d} ops  {g.get('where')}\n           {cmd}")
+        else:
+            print(f"{name}  {g.get('status')}  {g.get('where')}: {g.get('error') or 'never called'}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m pt2diff_capture", description="Archives and inputs for pt2diff.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("from-repro", help="convert the accuracy minifier's repro.py")
+    r.add_argument("repro")
+    r.add_argument("--out", required=True, help="directory for REPRO.pt2 and REPRO_inputs.pt")
+    r.add_argument("--save-dir", help="the minifier's checkpoints directory (holds storages/); found by default")
+    r.add_argument("--core-aten", action="store_true", help="save after run_decompositions()")
+    r.set_defaults(run=from_repro_cmd)
+    e = sub.add_parser("export", help="torch.export a module a factory function makes")
+    e.add_argument("--module", required=True, help="MODULE:FACTORY; FACTORY() returns (module, args[, kwargs])")
+    e.add_argument("--out", default="model", help="writes OUT.pt2 and OUT_inputs.pt (default: model)")
+    e.add_argument("--core-aten", action="store_true", help="save after run_decompositions()")
+    e.set_defaults(run=export_cmd)
+    ls = sub.add_parser("list", help="the graphs a capture backend wrote, with their pt2diff commands")
+    ls.add_argument("dir")
+    ls.set_defaults(run=list_cmd)
+    a = p.parse_args(argv)
+    warnings.simplefilter("ignore")  # torch's deprecation chatter; our output is the report
+    try:
+        a.run(a)
+    except CaptureError as err:
+        print(f"pt2diff_capture: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

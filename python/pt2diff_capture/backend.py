@@ -1,0 +1,209 @@
+"""A torch.compile backend that writes every graph Dynamo hands it as an archive + inputs for pt2diff.
+
+    torch.compile(model, backend=pt2diff_capture.capture_backend("captured"))
+
+For graph number N (in the order Dynamo compiles them) it writes, at the graph's first call,
+captured/graph_00N_inputs.pt (the inputs of that call, before the graph runs) and captured/graph_00N.pt2
+(torch.export of Dynamo's graph on those inputs), and keeps captured/index.json up to date. Then the
+graph runs: eagerly by default, or compiled by `inner` ("inductor", any backend) so the program behaves
+as it did. Capture never breaks the program: a graph that cannot be exported gets its error in the index.
+"""
+import copy
+import json
+import keyword
+import os
+import re
+import sys
+import threading
+import time
+import warnings
+
+import torch
+
+from .export import count_ops, export_program, leaf_names, write_archive, write_inputs
+from .normalize import describe, one_line
+
+INDEX = "index.json"
+FORMAT = "pt2diff-capture index 1"
+_OWN_FILE = re.compile(r"graph_\d+(_inputs\.pt|\.pt2)")
+
+
+def capture_backend(out="captured", *, inner=None, append=False, core_aten=False, quiet=False):
+    """A torch.compile backend that captures into directory `out` (str or path).
+
+    inner: None runs each graph eagerly; a backend name ("inductor") or callable compiles it as usual.
+    append: keep the graphs already listed in out/index.json and number new ones after them; by default
+    a new capture replaces the previous one (its graph files are removed).
+    core_aten: save each program after run_decompositions() (core ATen).
+    quiet: no line on stderr per captured graph."""
+    return CaptureBackend(out, inner=inner, append=append, core_aten=core_aten, quiet=quiet)
+
+
+class CaptureBackend:
+    def __init__(self, out, *, inner=None, append=False, core_aten=False, quiet=False):
+        self.out = os.fspath(out)
+        self.inner = torch._dynamo.lookup_backend(inner) if isinstance(inner, str) else inner
+        self.append = append
+        self.core_aten = core_aten
+        self.quiet = quiet
+        self.entries = None  # read or reset when the first graph arrives
+        self._lock = threading.Lock()
+        self.__name__ = "pt2diff_capture"  # Dynamo names backends in its logs
+
+    def __call__(self, gm, example_inputs):
+        with self._lock:
+            self._start()
+            gid = max((e["id"] for e in self.entries), default=-1) + 1
+            entry = self._entry(gid, gm)
+            self.entries.append(entry)
+            self._write_index()
+        try:  # our own copy: the inner compiler may rewrite gm, and names should read well
+            graph = _named_copy(gm, deep=self.inner is not None)
+        except Exception as e:  # noqa: BLE001 - capture must never break the program
+            graph, entry["error"] = None, f"copying the graph failed: {one_line(e)}"
+        run_graph = gm.forward if self.inner is None else self.inner(gm, example_inputs)
+        first = [True]
+
+        def run(*args):
+            if first[0]:
+                first[0] = False
+                self._capture(entry, graph, args)
+            return run_graph(*args)
+
+        return run
+
+    def _start(self):
+        if self.entries is not None:
+            return
+        os.makedirs(self.out, exist_ok=True)
+        old = _read_index(os.path.join(self.out, INDEX))
+        if self.append:
+            self.entries = old
+            return
+        for e in old:  # a new capture replaces the last one: remove its graph files, only those
+            for name in (e.get("archive"), e.get("inputs")):
+                if isinstance(name, str) and _OWN_FILE.fullmatch(name):
+                    try:
+                        os.remove(os.path.join(self.out, name))
+                    except OSError:
+                        pass
+        self.entries = []
+
+    def _entry(self, gid, gm):
+        stem = f"graph_{gid:03d}"
+        entry = {"id": gid, "status": "not_called", "archive": stem + ".pt2", "inputs": stem + "_inputs.pt",
+                 "ops": None, "dynamo_ops": sum(1 for n in gm.graph.nodes if n.op.startswith("call_")),
+                 "compile_id": None, "source": None, "where": None, "first_op": None, "args": [],
+                 "command": None, "error": None}
+        try:
+            entry.update(_source(gm))
+        except Exception as e:  # noqa: BLE001
+            entry["where"] = f"unknown ({one_line(e)})"
+        return entry
+
+    def _capture(self, entry, graph, args):
+        start = time.perf_counter()
+        base = os.path.join(self.out, entry["archive"][:-4])
+        try:
+            if graph is None:
+                raise RuntimeError(entry["error"])
+            names = leaf_names(graph, args, {})  # the placeholders' names, as forward() arguments
+            entry["args"] = [describe(v, n) for v, n in zip(args, names)]
+            # The inputs first: the graph may mutate them (buffers), and they are useful even when export fails.
+            write_inputs(list(args), names, base + "_inputs.pt")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ep, _ = export_program(graph, args, core_aten=self.core_aten)
+                write_archive(ep, base + ".pt2", base + "_inputs.pt", entry["args"])
+            entry.update(status="ok", ops=count_ops(ep), command=f"pt2diff {entry['archive']} {entry['inputs']}")
+        except Exception as e:  # noqa: BLE001 - capture must never break the program
+            entry.update(status="export_failed", error=one_line(e))
+            if not os.path.exists(base + "_inputs.pt"):
+                entry["inputs"] = None
+        entry["seconds"] = round(time.perf_counter() - start, 3)
+        with self._lock:
+            self._write_index()
+        self._say(entry)
+
+    def _say(self, entry):
+        if self.quiet:
+            return
+        name = f"graph_{entry['id']:03d}"
+        if entry["status"] == "ok":
+            msg = f"{name} ({entry['ops']} ops, {entry['where']}) -> {os.path.join(self.out, entry['archive'])}"
+        else:
+            msg = f"{name} ({entry['where']}) not exported: {entry['error']} (see {os.path.join(self.out, INDEX)})"
+        print(f"pt2diff_capture: {msg}", file=sys.stderr)
+
+    def _write_index(self):
+        path = os.path.join(self.out, INDEX)
+        doc = {"format": FORMAT, "torch": torch.__version__, "graphs": self.entries}
+        # One line per flat object (an input, a source location): the file stays readable.
+        flat = lambda m: " ".join(m.group(0).split()).replace("{ ", "{").replace(" }", "}").replace("[ ", "[").replace(" ]", "]")
+        text = re.sub(r"\{[^{}\[\]]*(\[[^{}\[\]]*\][^{}\[\]]*)?\}", flat, json.dumps(doc, indent=1))
+        try:
+            with open(path + ".tmp", "w") as f:
+                f.write(text + "\n")
+            os.replace(path + ".tmp", path)
+        except OSError as e:
+            print(f"pt2diff_capture: cannot write {path}: {one_line(e)}", file=sys.stderr)
+
+
+def _read_index(path):
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        return [e for e in doc.get("graphs", []) if isinstance(e, dict) and isinstance(e.get("id"), int)]
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+_RESUME = re.compile(r"torch_dynamo_resume_in_(.+)_at_(\d+)")
+
+
+def _source(gm):
+    """Where Dynamo's frame is: its file, first line and function, and the graph's first op."""
+    info = {}
+    cid = torch._guards.CompileContext.current_compile_id()
+    if cid is not None:
+        info["compile_id"] = str(cid)
+    tc = torch._guards.TracingContext.try_get()
+    if tc is not None and tc.traced_code:
+        code = tc.traced_code[0]
+        source = {"file": code.co_filename, "line": code.co_firstlineno, "function": code.co_name}
+        resumed = _RESUME.fullmatch(code.co_name)
+        where = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno} in {code.co_name}"
+        if resumed:  # Dynamo's function for the code after a graph break
+            source.update(function=resumed.group(1), resumed_after_line=int(resumed.group(2)))
+            where = f"{os.path.basename(code.co_filename)}:{resumed.group(2)} in {resumed.group(1)}, after a graph break"
+        info.update(source=source, where=where)
+    for node in gm.graph.nodes:
+        frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)', node.meta.get("stack_trace") or "")
+        if node.op.startswith("call_") and frames:
+            file, line, fn, text = frames[-1]
+            fn = _RESUME.sub(r"\1", fn)
+            info["first_op"] = f"{os.path.basename(file)}:{line} in {fn}: {text.strip()}"
+            break
+    return info
+
+
+def _named_copy(gm, deep):
+    """A copy of Dynamo's graph module whose inputs are named like the user's code: L_x_ -> x,
+    L_self_modules_fc1_parameters_weight_ -> self_fc1_weight (the archive's input names)."""
+    if deep:
+        new = copy.deepcopy(gm)
+    else:
+        new = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    taken = set()
+    for node in new.graph.find_nodes(op="placeholder"):
+        name = re.sub(r"^[LG]_|_$", "", str(node.target))
+        name = re.sub(r"_(modules|parameters|buffers)_", "_", name)
+        name = re.sub(r"\W", "_", name).strip("_") or "input"
+        name = "input_" + name if name[0].isdigit() or keyword.iskeyword(name) else name
+        unique, k = name, 1
+        while unique in taken:
+            unique, k = f"{name}_{k}", k + 1
+        taken.add(unique)
+        node.target = unique  # the forward() argument name; the node keeps its own name in the body
+    new.recompile()
+    return new
