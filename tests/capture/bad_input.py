@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Bad input to `python -m pt2diff_capture`: one line on stderr naming the file and the problem, exit 2
+(run by ctest).
+
+    bad_input.py PT2DIFF
+
+The first two cases run the command as a user would; the others call its main() in this process
+(the same code, without a torch import per case).
+"""
+import contextlib
+import io
+import os
+import sys
+import tempfile
+import textwrap
+
+from support import Checks, capture_cli
+
+import pt2diff_capture.__main__
+
+REPRO_HEAD = "import torch\nclass Repro(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+CASES = {
+    # file name: (its text, the phrase its one error line must hold)
+    "syntax.py": ("def load_args(reader):\n    reader.tensor(\n", "syntax.py: not a Python file (SyntaxError: "),
+    "raises.py": ("1 / 0\ndef load_args(reader):\n    pass\n",
+                  "raises.py: executing its module code failed: ZeroDivisionError: division by zero"),
+    "bad_args.py": (REPRO_HEAD + "mod = Repro()\ndef load_args(reader):\n    raise ValueError('storage 1234 is gone')\n",
+                    "bad_args.py: load_args(reader) failed: ValueError: storage 1234 is gone"),
+    "no_module.py": ("def load_args(reader):\n    pass\n", "no_module.py: defines no `mod` module and no Repro class"),
+    "data_dependent.py": (textwrap.dedent("""
+        import torch
+        class Repro(torch.nn.Module):
+            def forward(self, x):
+                return x * 2 if x.sum() > 0 else x
+        mod = Repro()
+        def load_args(reader):
+            buf0 = reader.storage(None, 16)
+            reader.tensor(buf0, (4,), is_leaf=True)
+        """), "data_dependent.py: torch.export failed: "),
+}
+
+
+def one_line_error(code, stdout, stderr, phrase):
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return code == 2 and not stdout.strip() and len(lines) == 1 and lines[0].startswith("pt2diff_capture: ") \
+        and phrase in lines[0]
+
+
+def in_process(*args):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = pt2diff_capture.__main__.main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def main():
+    c = Checks("bad input")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out")
+        missing = os.path.join(tmp, "nope.py")
+        run = capture_cli("from-repro", missing, "--out", out)
+        c.check(one_line_error(run.returncode, run.stdout, run.stderr, f"pt2diff_capture: {missing}: no such file"),
+                f"missing file (exit {run.returncode}): {run.stderr.strip()}")
+
+        no_load_args = os.path.join(tmp, "no_load_args.py")
+        with open(no_load_args, "w") as f:
+            f.write(REPRO_HEAD + "mod = Repro()\n")
+        run = capture_cli("from-repro", no_load_args, "--out", out)
+        c.check(one_line_error(run.returncode, run.stdout, run.stderr, "no_load_args.py: no load_args(reader) function: "
+                               "not a repro written by torch's accuracy minifier"),
+                f"a repro without load_args (exit {run.returncode}): {run.stderr.strip()}")
+
+        for name, (text, phrase) in CASES.items():
+            path = os.path.join(tmp, name)
+            with open(path, "w") as f:
+                f.write(text)
+            code, stdout, stderr = in_process("from-repro", path, "--out", out)
+            c.check(one_line_error(code, stdout, stderr, phrase), f"{name} (exit {code}): {stderr.strip()}")
+
+        code, stdout, stderr = in_process("from-repro", os.path.join(tmp, "data_dependent.py"), "--out", out, "--save-dir", tmp)
+        c.check(one_line_error(code, stdout, stderr, f"{tmp}: no storages/ directory in it"),
+                f"--save-dir without storages/ (exit {code}): {stderr.strip()}")
+        code, stdout, stderr = in_process("list", tmp)
+        c.check(one_line_error(code, stdout, stderr, "index.json: no such file: capture into"), f"list without an index (exit {code}): {stderr.strip()}")
+        code, stdout, stderr = in_process("export", "--module", "tiny_models")
+        c.check(one_line_error(code, stdout, stderr, "expected MODULE:FACTORY"), f"export --module without a factory (exit {code}): {stderr.strip()}")
+        c.check(not os.path.exists(out), "nothing was written")
+    return c.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Shared by the capture tests: the repo's python/ on sys.path, running pt2diff and the capture CLI, checks."""
+import os
+import subprocess
+import sys
+import time
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PYTHON_DIR = os.path.join(ROOT, "python")
+sys.path.insert(0, PYTHON_DIR)  # works from a fresh clone, before scripts/setup.sh installs the package
+FIXTURES = os.path.join(ROOT, "fixtures")
+
+
+def pt2diff_eager(binary, archive, inputs, outputs):
+    """`pt2diff ARCHIVE INPUTS --compiled eager --save-outputs OUTPUTS`: (process, eager outputs or None)."""
+    run = subprocess.run([binary, archive, inputs, "--compiled", "eager", "--save-outputs", outputs],
+                         capture_output=True, text=True)
+    eager = torch.load(outputs, weights_only=True)[1] if run.returncode == 0 else None
+    return run, eager
+
+
+def capture_cli(*args, cwd=None):
+    """`python -m pt2diff_capture ARGS` with the repo's python/ on PYTHONPATH."""
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "pt2diff_capture", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd)
+
+
+def last_line(text):
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+class Checks:
+    def __init__(self, name):
+        self.name = name
+        self.failures = 0
+        self.start = time.perf_counter()
+
+    def check(self, ok, what):
+        print(f"{'ok  ' if ok else 'FAIL'}  {what}")
+        self.failures += 0 if ok else 1
+        return ok
+
+    def finish(self):
+        seconds = time.perf_counter() - self.start
+        if self.failures:
+            print(f"{self.name}: {self.failures} checks FAILED ({seconds:.1f} s)")
+            return 1
+        print(f"capture tests passed: {self.name} ({seconds:.1f} s)")
+        return 0
