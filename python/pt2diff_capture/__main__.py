@@ -2,9 +2,12 @@
 import argparse
 import importlib
 import json
+import logging
 import os
 import sys
 import warnings
+
+import torch
 
 from .normalize import CaptureError, one_line
 
@@ -56,11 +59,14 @@ def export_cmd(a):
 
 def list_cmd(a):
     path = os.path.join(a.dir, "index.json")
+    if not os.path.isfile(path):
+        raise CaptureError(f"{path}: no such file: capture into {a.dir} first "
+                           f"(torch.compile(model, backend=pt2diff_capture.capture_backend({a.dir!r})))")
     try:
         with open(path) as f:
             graphs = json.load(f)["graphs"]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise CaptureError(f"{path}: cannot read it ({one_line(e)}): capture into {a.dir} first") from e
+        raise CaptureError(f"{path}: not a capture index ({one_line(e)})") from e
     for g in graphs:
         name = f"graph_{g['id']:03d}"
         if g.get("status") == "ok":
@@ -88,7 +94,8 @@ def main(argv=None):
     ls.add_argument("dir")
     ls.set_defaults(run=list_cmd)
     a = p.parse_args(argv)
-    warnings.simplefilter("ignore")  # torch's deprecation chatter; our output is the report
+    warnings.simplefilter("ignore")  # torch's deprecation chatter and log lines: our lines say what happened
+    torch._logging.set_logs(all=logging.CRITICAL)
     try:
         a.run(a)
     except CaptureError as err:

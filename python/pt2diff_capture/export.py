@@ -1,10 +1,13 @@
 """torch.export of a module with its inputs, written as pt2diff reads them: NAME.pt2 + NAME_inputs.pt."""
+import contextlib
 import dataclasses
 import inspect
+import io
 import keyword
 import operator
 import os
 import re
+import sys
 
 import torch
 import torch.utils._pytree as pytree
@@ -53,10 +56,13 @@ def export_program(module, args, kwargs=None, core_aten=False):
     casts = bitcasts(leaves)
     flat = _flat_module(module, spec, casts, names)
     leaves = [v.view(wire_dtype(v.dtype)) if i in casts else v for i, v in enumerate(leaves)]
+    chatter = io.StringIO()  # on failure torch.export prints the partial graph to stderr: one line is ours
     try:
-        ep = torch.export.export(flat, tuple(leaves), strict=False)
+        with contextlib.redirect_stderr(chatter):
+            ep = torch.export.export(flat, tuple(leaves), strict=False)
     except Exception as e:  # noqa: BLE001 - torch.export's message is the point
         raise CaptureError(f"torch.export failed: {one_line(e)}") from e
+    sys.stderr.write(chatter.getvalue())
     used = {n.target for n in ep.graph.nodes if n.op == "call_function"} & PRIMS.keys()
     if used:
         ep = ep.run_decompositions({op: PRIMS[op] for op in used})

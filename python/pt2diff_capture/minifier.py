@@ -53,7 +53,7 @@ def from_repro(repro, out_dir, save_dir=None, core_aten=False):
             if not isinstance(repro_cls, type) or not issubclass(repro_cls, torch.nn.Module):
                 raise CaptureError(f"{repro}: defines no `mod` module and no Repro class: not a minifier repro")
             mod = repro_cls()
-        config = {k: v for k, v in config.items() if v != saved[k]}  # only what differs from the defaults
+        config = {k: v for k, v in config.items() if v != _config_default(k)}  # repros list some defaults too
         log = logging.getLogger("torch._dynamo.debug_utils")  # we say ourselves which inputs are random
         level = log.level
         log.setLevel(logging.ERROR)
@@ -121,6 +121,11 @@ def _config_value(key):
         return None
 
 
+def _config_default(key):
+    entry = getattr(torch._inductor.config, "_config", {}).get(key)
+    return entry.default if entry is not None else _config_value(key)
+
+
 def _set_config(key, value):
     *parents, last = key.split(".")
     try:
@@ -150,14 +155,12 @@ def _find_store(repro, tree, save_dir):
                 break
     if has_storages(named):
         return named, "the save_dir the repro names"
+    why = "the repro names no save_dir" if not named else \
+        f"the save_dir it names, {named}, " + ("has no storages/" if os.path.isdir(named) else "does not exist")
     for candidate in (os.path.join(here, "checkpoints"), here):
         if has_storages(candidate):
-            why = "the repro names no save_dir" if not named else \
-                f"the save_dir it names, {named}, " + ("has no storages/" if os.path.isdir(named) else "does not exist")
             return candidate, f"next to the repro; {why}"
-    if named:
-        return None, f"the save_dir the repro names, {named}, has no storages/ and none is next to the repro"
-    return None, "the repro names no save_dir and no storages/ is next to it"
+    return None, f"{why} and no storages/ is next to the repro"
 
 
 def _load_module(repro):
