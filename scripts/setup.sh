@@ -48,6 +48,30 @@ elif ! "$VENV/bin/python" -c "import jsonschema" 2>/dev/null; then
   "$VENV/bin/pip" install -q --disable-pip-version-check jsonschema
 fi
 
+# --- pt2diff_capture (python/) in the venv -------------------------------------------------------------
+# Reinstalled only when python/ changed (a hash of its files, kept in the venv). The venv is shared by
+# clones: the package is copied in, never linked to this clone. Built offline from a copy of python/,
+# so no build files land in the clone; without setuptools in the venv the package is copied by hand.
+capture_hash=$(cd "$ROOT/python" && find . -type f \( -name '*.py' -o -name '*.toml' \) -not -path '*/__pycache__/*' \
+               | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
+capture_stamp="$VENV/.pt2diff_capture.sha256"
+if [[ "$(cat "$capture_stamp" 2>/dev/null)" != "$capture_hash" ]]; then
+  say "installing pt2diff_capture into $VENV"
+  if "$VENV/bin/python" -c "import setuptools" 2>/dev/null; then
+    capture_src=$(mktemp -d)
+    cp -r "$ROOT/python/." "$capture_src"
+    "$VENV/bin/pip" install -q --disable-pip-version-check --no-index --no-deps --no-build-isolation --force-reinstall \
+      "$capture_src" || { rm -rf "$capture_src"; exit 1; }
+    rm -rf "$capture_src"
+  else
+    site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+    rm -rf "$site/pt2diff_capture"
+    cp -r "$ROOT/python/pt2diff_capture" "$site/"
+    rm -rf "$site/pt2diff_capture/__pycache__"
+  fi
+  echo "$capture_hash" > "$capture_stamp"
+fi
+
 # --- configure and build -------------------------------------------------------------------------------
 if [[ ! -f "$BUILD/build.ninja" ]]; then
   say "configuring $BUILD"
