@@ -190,10 +190,7 @@ def _source(gm):
 def _named_copy(gm, deep):
     """A copy of Dynamo's graph module whose inputs are named like the user's code: L_x_ -> x,
     L_self_modules_fc1_parameters_weight_ -> self_fc1_weight (the archive's input names)."""
-    if deep:
-        new = copy.deepcopy(gm)
-    else:
-        new = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    new = torch.fx.GraphModule(copy.deepcopy(gm) if deep else gm, copy.deepcopy(gm.graph))  # not lazy: a real forward()
     taken = set()
     for node in new.graph.find_nodes(op="placeholder"):
         name = re.sub(r"^[LG]_|_$", "", str(node.target))

@@ -155,6 +155,11 @@ class _FlatInputs(torch.nn.Module):
     def forward(self, *leaves):
         leaves = [v.view(self.casts[i]) if i in self.casts else v for i, v in enumerate(leaves)]
         args, kwargs = pytree.tree_unflatten(leaves, self.spec)
+        if isinstance(self.wrapped, torch.fx.GraphModule) and not kwargs:
+            # As torch.export runs a GraphModule: node by node, so each op keeps the user's stack trace
+            # (Dynamo's graphs carry it) instead of a line of the generated forward().
+            with torch.fx.traceback.preserve_node_meta():
+                return tuple(pytree.tree_leaves(torch.fx.Interpreter(self.wrapped).run(*args)))
         return tuple(pytree.tree_leaves(self.wrapped(*args, **kwargs)))
 
 

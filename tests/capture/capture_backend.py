@@ -114,6 +114,8 @@ def main():
                                        os.path.join(tmp, name + "_outputs.pt"))
             c.check(run.returncode == 0 and last_line(run.stdout).startswith(f"AGREE ({g['ops']} nodes"),
                     f"pt2diff {name} --compiled eager: exit {run.returncode}, {last_line(run.stdout or run.stderr)}")
+            c.check(f"{me}:{source_line(wants[g['id']][2])} in " in run.stdout,
+                    f"{name}: pt2diff cites the program's source lines (Dynamo's stack traces are kept)")
             same = eager is not None and len(eager) == len(outputs) and all(
                 a.dtype == b.dtype and torch.equal(a, b) for a, b in zip(eager, outputs))
             c.check(same, f"{name}: pt2diff's eager outputs on the captured inputs equal the program's, bit for bit")
@@ -159,6 +161,10 @@ def main():
         graphs = read_index(chained)
         c.check(len(graphs) == 3 and all(g["status"] == "ok" for g in graphs)
                 and torch.allclose(got, copy.deepcopy(eager_model).eval()(x)), "inner='aot_eager': three graphs captured, results right")
+        traces = [n.meta.get("stack_trace") or "" for n in torch.export.load(os.path.join(chained, "graph_000.pt2")).graph.nodes
+                  if n.op == "call_function"]
+        c.check(graphs[0]["args"][0]["name"] == "self_fc1_weight" and all(os.path.abspath(__file__) in t for t in traces),
+                "inner='aot_eager': inputs named like the code, every op's stack trace in this file")
     return c.finish()
 
 
