@@ -46,9 +46,9 @@ def export_cmd(a):
     sys.path.insert(0, os.getcwd())
     try:
         factory = getattr(importlib.import_module(module_name), factory_name)
-    except (ImportError, AttributeError) as e:
+        made = factory()
+    except Exception as e:  # noqa: BLE001 - the user's code: say what failed, in one line
         raise CaptureError(f"--module {a.module}: {one_line(e)}") from e
-    made = factory()
     if not (isinstance(made, tuple) and len(made) in (2, 3)):
         raise CaptureError(f"--module {a.module}: the factory must return (module, args) or (module, args, kwargs)")
     e = export_module(*made, out=a.out, core_aten=a.core_aten)
@@ -98,8 +98,8 @@ def main(argv=None):
     torch._logging.set_logs(all=logging.CRITICAL)
     try:
         a.run(a)
-    except CaptureError as err:
-        print(f"pt2diff_capture: {err}", file=sys.stderr)
+    except (CaptureError, OSError) as err:
+        print(f"pt2diff_capture: {err if isinstance(err, CaptureError) else one_line(err)}", file=sys.stderr)
         return 2
     return 0
 

@@ -51,22 +51,27 @@ class CaptureBackend:
         self.__name__ = "pt2diff_capture"  # Dynamo names backends in its logs
 
     def __call__(self, gm, example_inputs):
-        with self._lock:
-            self._start()
-            gid = max((e["id"] for e in self.entries), default=-1) + 1
-            entry = self._entry(gid, gm)
-            self.entries.append(entry)
-            self._write_index()
-        try:  # our own copy: the inner compiler may rewrite gm, and names should read well
+        entry = graph = None
+        try:  # capture must never break the program
+            with self._lock:
+                self._start()
+                gid = max((e["id"] for e in self.entries), default=-1) + 1
+                entry = self._entry(gid, gm)
+                self.entries.append(entry)
+                self._write_index()
+            # Our own copy: the inner compiler may rewrite gm, and the inputs should be named like the code.
             graph = _named_copy(gm, deep=self.inner is not None)
-        except Exception as e:  # noqa: BLE001 - capture must never break the program
-            graph, entry["error"] = None, f"copying the graph failed: {one_line(e)}"
+        except Exception as e:  # noqa: BLE001
+            if entry is None:
+                print(f"pt2diff_capture: not capturing a graph: {one_line(e)}", file=sys.stderr)
+            else:
+                entry["error"] = f"copying the graph failed: {one_line(e)}"
         run_graph = gm.forward if self.inner is None else self.inner(gm, example_inputs)
-        first = [True]
+        pending = [entry is not None]
 
         def run(*args):
-            if first[0]:
-                first[0] = False
+            if pending[0]:
+                pending[0] = False
                 self._capture(entry, graph, args)
             return run_graph(*args)
 
@@ -138,15 +143,19 @@ class CaptureBackend:
     def _write_index(self):
         path = os.path.join(self.out, INDEX)
         doc = {"format": FORMAT, "torch": torch.__version__, "graphs": self.entries}
-        # One line per flat object (an input, a source location): the file stays readable.
-        flat = lambda m: " ".join(m.group(0).split()).replace("{ ", "{").replace(" }", "}").replace("[ ", "[").replace(" ]", "]")
-        text = re.sub(r"\{[^{}\[\]]*(\[[^{}\[\]]*\][^{}\[\]]*)?\}", flat, json.dumps(doc, indent=1))
+        text = re.sub(r"\{[^{}\[\]]*(\[[^{}\[\]]*\][^{}\[\]]*)?\}", _one_line_json, json.dumps(doc, indent=1))
         try:
             with open(path + ".tmp", "w") as f:
                 f.write(text + "\n")
             os.replace(path + ".tmp", path)
         except OSError as e:
             print(f"pt2diff_capture: cannot write {path}: {one_line(e)}", file=sys.stderr)
+
+
+def _one_line_json(match):
+    """An indented JSON object without nested objects (an input, a source location) on one line."""
+    text = " ".join(match.group(0).split())
+    return text.replace("{ ", "{").replace(" }", "}").replace("[ ", "[").replace(" ]", "]")
 
 
 def _read_index(path):
@@ -175,7 +184,8 @@ def _source(gm):
         where = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno} in {code.co_name}"
         if resumed:  # Dynamo's function for the code after a graph break
             source.update(function=resumed.group(1), resumed_after_line=int(resumed.group(2)))
-            where = f"{os.path.basename(code.co_filename)}:{resumed.group(2)} in {resumed.group(1)}, after a graph break"
+            where = f"{os.path.basename(code.co_filename)}:{resumed.group(2)} in {resumed.group(1)}"
+            where += ", after a graph break"
         info.update(source=source, where=where)
     for node in gm.graph.nodes:
         frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)', node.meta.get("stack_trace") or "")

@@ -11,6 +11,7 @@ import functools
 import importlib.util
 import logging
 import os
+import shlex
 import sys
 import warnings
 
@@ -35,7 +36,8 @@ class Converted:
         cmd = f"pt2diff {self.exported.archive} {self.exported.inputs}"
         for key, value in self.inductor_config.items():
             setting = f"{key}={value!r}"
-            cmd += f' --inductor-config "{setting}"' if not set('"$`\\') & set(setting) else f" --inductor-config {setting!r}"
+            quoted = f'"{setting}"' if not set('"$`\\') & set(setting) else shlex.quote(setting)
+            cmd += f" --inductor-config {quoted}"
         return cmd
 
 

@@ -142,6 +142,13 @@ def main():
                 and not os.path.exists(os.path.join(failing, "graph_001.pt2")),
                 f"index.json records the failure, inputs kept: {[(g['status'], g['error']) for g in graphs]}")
 
+        # An output directory that cannot be made: a warning, and the program runs.
+        not_a_dir = os.path.join(tmp, "a_file")
+        open(not_a_dir, "w").close()
+        torch._dynamo.reset()
+        got = torch.compile(OneGraph(), backend=pt2diff_capture.capture_backend(not_a_dir))(x)
+        c.check(torch.equal(got, OneGraph()(x)), "an output directory that cannot be made leaves the program alone")
+
         # A new capture into the same directory replaces the old one; append=True continues it.
         torch._dynamo.reset()
         torch.compile(OneGraph(), backend=pt2diff_capture.capture_backend(out, quiet=True))(x)
