@@ -168,6 +168,7 @@ def _read_index(path):
 
 
 _RESUME = re.compile(r"torch_dynamo_resume_in_(.+)_at_(\d+)")
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 
 
 def _source(gm):
@@ -178,7 +179,10 @@ def _source(gm):
         info["compile_id"] = str(cid)
     tc = torch._guards.TracingContext.try_get()
     if tc is not None and tc.traced_code:
-        code = tc.traced_code[0]
+        # The frame Dynamo started from, or the first user code it traced when that frame is torch's own
+        # (torch.compile of an nn.Sequential starts in torch/_dynamo/external_utils.py).
+        user = [c for c in tc.traced_code if not c.co_filename.startswith(_TORCH_DIR)]
+        code = (user or tc.traced_code)[0]
         source = {"file": code.co_filename, "line": code.co_firstlineno, "function": code.co_name}
         resumed = _RESUME.fullmatch(code.co_name)
         where = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno} in {code.co_name}"
