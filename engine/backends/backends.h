@@ -9,8 +9,8 @@
 
 namespace pt2diff {
 
-std::unique_ptr<Backend> make_eager_backend(const Program& program);
-std::unique_ptr<Backend> make_fault_backend(const std::string& spec, const Program& program);
+std::unique_ptr<Backend> make_eager_backend(const Program& program, const BackendOptions& options);
+std::unique_ptr<Backend> make_fault_backend(const std::string& spec, const Program& program, const BackendOptions& options);
 /// The node a fault spec ("aten.mm#2:scale") plants its fault at. Throws pt2diff::Error(Usage).
 std::string fault_node(const std::string& spec, const Graph& graph);
 std::unique_ptr<Backend> make_inductor_backend(const Program& program, const BackendOptions& options);
@@ -24,7 +24,8 @@ std::unique_ptr<Backend> make_aoti_backend(const std::string& package, const Pro
 /// empty) sees every node's call and may change its outputs.
 class InterpreterBackend : public Backend {
  public:
-  InterpreterBackend(const Program& program, std::string name, std::function<void(const Node&, NodeCall&)> after_node);
+  InterpreterBackend(const Program& program, std::string name, std::function<void(const Node&, NodeCall&)> after_node,
+                     std::optional<uint64_t> seed);
   std::string name() const override { return name_; }
   std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override;
 

@@ -28,9 +28,11 @@ class InterpretedRegion final : public CompiledRegion {
 
 }  // namespace
 
-InterpreterBackend::InterpreterBackend(const Program& program, std::string name, std::function<void(const Node&, NodeCall&)> after_node)
+InterpreterBackend::InterpreterBackend(const Program& program, std::string name, std::function<void(const Node&, NodeCall&)> after_node,
+                                       std::optional<uint64_t> seed)
     : interpreter_(program), name_(std::move(name)) {
   options_.after_node = std::move(after_node);
+  interpreter_.set_seed(seed);
 }
 
 std::unique_ptr<CompiledRegion> InterpreterBackend::compile(const RegionSpec& region, const std::vector<c10::IValue>&) {
@@ -38,8 +40,8 @@ std::unique_ptr<CompiledRegion> InterpreterBackend::compile(const RegionSpec& re
   return std::make_unique<InterpretedRegion>(interpreter_, region, options_);
 }
 
-std::unique_ptr<Backend> make_eager_backend(const Program& program) {
-  return std::make_unique<InterpreterBackend>(program, "eager", nullptr);
+std::unique_ptr<Backend> make_eager_backend(const Program& program, const BackendOptions& options) {
+  return std::make_unique<InterpreterBackend>(program, "eager", nullptr, options.seed);
 }
 
 }  // namespace pt2diff

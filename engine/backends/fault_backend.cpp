@@ -10,6 +10,8 @@
 //           reorder     the op recomputed with its reduction in reverse order (mm, bmm, addmm, baddbmm,
 //                       linear, matmul, convolution, sum, mean, softmax, log_softmax)
 //           nan         the first element becomes NaN
+//           demote      an op with mixed floating inputs (bf16 + fp32) computed in the lower dtype: a
+//                       promotion that differs from PyTorch's
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/randn.h>
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <functional>
 
 #include "engine/backends/backends.h"
+#include "engine/execution/promotion.h"
 #include "engine/execution/reduction_orders.h"
 #include "graphs/graph_text.h"
 #include "pt2diff/error.h"
@@ -26,7 +29,7 @@ namespace pt2diff {
 
 namespace {
 
-enum class FaultKind { Scale, Noise, Bf16, Reorder, Nan };
+enum class FaultKind { Scale, Noise, Bf16, Reorder, Nan, Demote };
 
 struct Fault {
   FaultKind kind = FaultKind::Scale;
@@ -35,7 +38,7 @@ struct Fault {
 };
 
 [[noreturn]] void bad_spec(const std::string& spec, const std::string& why) {
-  throw Error(Error::Kind::Usage, fmt::format("--compiled fault:{}: {} (form: fault:NODE|OP#K:scale[=d]|noise[=s]|bf16|reorder|nan)",
+  throw Error(Error::Kind::Usage, fmt::format("--compiled fault:{}: {} (form: fault:NODE|OP#K:scale[=d]|noise[=s]|bf16|reorder|nan|demote)",
                                               spec, why));
 }
 
@@ -87,6 +90,7 @@ Fault parse_fault(const std::string& spec, const Graph& g) {
   else if (kind == "bf16") f.kind = FaultKind::Bf16;
   else if (kind == "reorder") f.kind = FaultKind::Reorder;
   else if (kind == "nan") f.kind = FaultKind::Nan;
+  else if (kind == "demote") f.kind = FaultKind::Demote;
   else bad_spec(spec, fmt::format("unknown kind '{}'", kind));
   if (!amount.empty()) {
     if (f.kind != FaultKind::Scale && f.kind != FaultKind::Noise) bad_spec(spec, fmt::format("'{}' takes no amount", kind));
@@ -104,6 +108,13 @@ Fault parse_fault(const std::string& spec, const Graph& g) {
       bad_spec(spec, fmt::format("node '{}' is {}, which has no reduction to reorder (reorder works on {})", node.name,
                                  short_target(node.target), fmt::join(ops, ", ")));
   }
+  if (f.kind == FaultKind::Demote) {
+    std::vector<DType> floating;
+    for (ValueId v : node.input_values())
+      if (const Value& value = g.value(v); value.meta && is_floating(value.meta->dtype)) floating.push_back(value.meta->dtype);
+    if (std::adjacent_find(floating.begin(), floating.end(), std::not_equal_to<>()) == floating.end())
+      bad_spec(spec, fmt::format("node '{}' ({}) has no inputs of two floating dtypes to demote", node.name, short_target(node.target)));
+  }
   return f;
 }
 
@@ -117,6 +128,10 @@ void plant(const Fault& f, const Node& n, NodeCall& call) {
   if (n.name != f.node) return;
   if (f.kind == FaultKind::Reorder) {
     call.outputs = reversed_order(n, call);
+    return;
+  }
+  if (f.kind == FaultKind::Demote) {
+    if (auto out = demoted_promotion(call)) call.outputs = *out;
     return;
   }
   for (c10::IValue& v : call.outputs) {
@@ -137,7 +152,7 @@ void plant(const Fault& f, const Node& n, NodeCall& call) {
         t = t.clone();  // same strides: later views of it stay valid
         if (t.numel()) t.as_strided({1}, {1}, t.storage_offset()).fill_(std::numeric_limits<double>::quiet_NaN());
         break;
-      case FaultKind::Reorder: break;
+      case FaultKind::Reorder: case FaultKind::Demote: break;
     }
     v = t;
   }
@@ -150,6 +165,7 @@ std::string describe(const Fault& f) {
     case FaultKind::Bf16: return fmt::format("fault: bf16 rounding at {}", f.node);
     case FaultKind::Reorder: return fmt::format("fault: reversed reduction order at {}", f.node);
     case FaultKind::Nan: return fmt::format("fault: NaN at {}", f.node);
+    case FaultKind::Demote: return fmt::format("fault: demoted mixed-dtype promotion at {}", f.node);
   }
   return "fault";
 }
@@ -158,10 +174,10 @@ std::string describe(const Fault& f) {
 
 std::string fault_node(const std::string& spec, const Graph& graph) { return parse_fault(spec, graph).node; }
 
-std::unique_ptr<Backend> make_fault_backend(const std::string& spec, const Program& program) {
+std::unique_ptr<Backend> make_fault_backend(const std::string& spec, const Program& program, const BackendOptions& options) {
   Fault fault = parse_fault(spec, program.ir.graph);
-  return std::make_unique<InterpreterBackend>(program, describe(fault),
-                                              [fault](const Node& n, NodeCall& call) { plant(fault, n, call); });
+  return std::make_unique<InterpreterBackend>(
+      program, describe(fault), [fault](const Node& n, NodeCall& call) { plant(fault, n, call); }, options.seed);
 }
 
 }  // namespace pt2diff

@@ -9,6 +9,7 @@ they are loaded with weights_only=True. Anything the worker prints for humans go
 """
 import argparse
 import ast
+import contextlib
 import json
 import os
 import sys
@@ -126,22 +127,25 @@ class Worker:
             # Inference (no_grad): the forward a deployed model runs. Under autograd Inductor compiles a
             # training graph whose partitioner may keep low-precision activations for backward, and
             # that changes the forward's rounding.
+            settings = req.get("settings", {})
             compiled = torch.compile(gm, backend="inductor", fullgraph=True, dynamic=False)
-            with patch, torch.no_grad():
+            with patch, torch.no_grad(), torch_settings(settings):
                 compiled(*example)
         except Exception as e:  # noqa: BLE001 - the compiler's message is the point
             raise Failure("compile_failed", f"{type(e).__name__}: {first_line(str(e))}", traceback.format_exc())
-        self.regions[req["region"]] = (compiled, input_names)
+        self.regions[req["region"]] = (compiled, input_names, settings)
         return {}
 
     def run(self, req):
         region = self.regions.get(req["region"])
         if region is None:
             raise Failure("bad_request", f"no compiled region '{req['region']}'")
-        compiled, input_names = region
+        compiled, input_names, settings = region
         inputs = self.region_inputs(req["inputs"], input_names)
         try:
-            with torch.no_grad():
+            if "seed" in req:
+                torch.manual_seed(int(req["seed"]))  # as the engine seeds its own runs: same random stream
+            with torch.no_grad(), torch_settings(settings):
                 outputs = compiled(*inputs)
         except Exception as e:  # noqa: BLE001
             raise Failure("run_failed", f"{type(e).__name__}: {first_line(str(e))}", traceback.format_exc())
@@ -244,6 +248,24 @@ class Worker:
                 raise Failure("bad_request", f"no value for region input '{name}'")
             values.append(v.to(self.device) if isinstance(v, torch.Tensor) else v)
         return values
+
+
+@contextlib.contextmanager
+def torch_settings(settings):
+    """The torch globals a region was compiled under ("matmul_precision", "tf32"), set for its
+    compile and every run (cuBLAS and cuDNN read them at call time), then put back."""
+    precision = torch.get_float32_matmul_precision()
+    matmul_tf32, cudnn_tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        if "matmul_precision" in settings:
+            torch.set_float32_matmul_precision(settings["matmul_precision"])
+        if settings.get("tf32") is False:
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        yield
+    finally:
+        torch.set_float32_matmul_precision(precision)
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul_tf32, cudnn_tf32
 
 
 def first_line(text):

@@ -231,8 +231,11 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile(const RegionSpec& region,
     auto eq = kv.find('=');
     config[kv.substr(0, eq)] = eq == std::string::npos ? "True" : kv.substr(eq + 1);
   }
+  json settings = json::object();  // torch globals the compiled code reads at compile and at run time
+  if (!impl_->options.matmul_precision.empty()) settings["matmul_precision"] = impl_->options.matmul_precision;
+  if (impl_->options.no_tf32) settings["tf32"] = false;
   json req = {{"op", "compile"}, {"region", id},        {"nodes", nodes},   {"inputs", inputs},
-              {"outputs", outputs}, {"exploded", region.exploded}, {"config", config},
+              {"outputs", outputs}, {"exploded", region.exploded}, {"config", config}, {"settings", settings},
               {"example_inputs", impl_->write_values(region, example_inputs, id + "-example")}};
   impl_->compiles[id] = req;
   const std::string activity = "compiling " + region.describe(g);
@@ -262,6 +265,7 @@ std::vector<c10::IValue> WorkerBackend::run(const std::string& region_id, const 
   const std::string in = impl_->write_values(region, inputs, region_id + "-in");
   const std::string out = (impl_->dir / fmt::format("{}-out-{}.pt", region_id, ++impl_->files)).string();
   json req = {{"op", "run"}, {"region", region_id}, {"inputs", in}, {"outputs_file", out}};
+  if (impl_->options.seed) req["seed"] = *impl_->options.seed;
   json reply = impl_->request(req, "running " + region.describe(g), BackendFailure::Kind::RunFailed, region_id);
   seconds = reply.value("seconds", 0.0);
   std::vector<c10::IValue> values;

@@ -3,6 +3,7 @@
 #include "pt2diff/interpreter.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
@@ -97,6 +98,11 @@ class DefaultDtypeGuard {
 struct Interpreter::Impl {
   const Program& program;
   std::unordered_map<const Graph*, GraphPlan> plans;
+  std::optional<uint64_t> seed;
+
+  void reseed() const {
+    if (seed) at::manual_seed(*seed);
+  }
 
   explicit Impl(const Program& p) : program(p) {}
 
@@ -241,8 +247,11 @@ ExecContext Interpreter::Impl::context(Precision precision, RunResult& result, s
   return ctx;
 }
 
+void Interpreter::set_seed(std::optional<uint64_t> seed) { impl_->seed = seed; }
+
 RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options) const {
   c10::InferenceMode inference;
+  impl_->reseed();
   DefaultDtypeGuard default_dtype(options.precision);
   RunResult result;
   std::set<std::string> fixups;
@@ -257,6 +266,7 @@ std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const
                                                 const RunOptions& options) const {
   if (options.precision == Precision::Fp64)
     throw Error(Error::Kind::Internal, "run_region runs in native or widened dtypes only");
+  impl_->reseed();
   const Graph& g = impl_->program.ir.graph;
   if (inputs.size() != region.inputs.size())
     throw Error(Error::Kind::Internal, fmt::format("region takes {} inputs, got {}", region.inputs.size(), inputs.size()));
@@ -323,6 +333,7 @@ std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const
 
 LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::function<void(const NodeStep&)>& on_node) const {
   c10::InferenceMode inference;
+  impl_->reseed();
   const Program& p = impl_->program;
   const Graph& g = p.ir.graph;
   const GraphPlan& plan = impl_->plans.at(&g);

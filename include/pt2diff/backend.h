@@ -15,6 +15,7 @@
 #include <ATen/core/ivalue.h>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -91,6 +92,16 @@ struct BackendOptions {
   /// Inductor's cache (FX graph and kernel caches). Empty: $PT2DIFF_INDUCTOR_CACHE, else
   /// ~/.cache/pt2diff/inductor: kept between runs, so a second run of the same graph compiles fast.
   std::string inductor_cache_dir;
+  /// Seeds the backend's random generator (torch.manual_seed) before every run; diff() seeds the
+  /// engine's runs with the same value (Interpreter::set_seed), so with Inductor's
+  /// fallback_random=True random ops draw eager's stream. nullopt: generators are left alone.
+  std::optional<uint64_t> seed = 0;
+  /// torch.set_float32_matmul_precision in the worker, as the user's program sets it: "highest",
+  /// "high" (TF32 matmuls on CUDA), "medium". Empty: torch's default (highest).
+  std::string matmul_precision;
+  /// TF32 off in the worker for matmuls and cuDNN convolutions alike (torch.backends.cuda.matmul and
+  /// torch.backends.cudnn .allow_tf32 = False); cuDNN's default is on. Only CUDA has TF32.
+  bool no_tf32 = false;
   WaitCallback on_wait;
 };
 

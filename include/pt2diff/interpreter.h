@@ -13,6 +13,7 @@
 
 #include <ATen/core/ivalue.h>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -108,6 +109,12 @@ class Interpreter {
                                       const RunOptions& options = {}) const;
 
   LockstepResult run_lockstep(const BoundInputs& inputs, const std::function<void(const NodeStep&)>& on_node) const;
+
+  /// Seeds the global CPU generator with `seed` at the start of every run, run_region and
+  /// run_lockstep, so random ops draw the stream of Python after torch.manual_seed(seed); a compiled
+  /// side seeded alike (BackendOptions::seed) can then draw the same one. nullopt: the generator
+  /// continues from wherever it is.
+  void set_seed(std::optional<uint64_t> seed);
 
  private:
   struct Impl;
