@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "pt2diff/backend.h"
+#include "pt2diff/compare.h"
 #include "pt2diff/inputs.h"
 #include "pt2diff/program.h"
 
@@ -38,6 +40,23 @@ struct InputOptions {
   void add_to(CLI::App& app);
   /// The inputs chosen by the options, or nullopt for "the archive's sample inputs".
   std::optional<UserInputs> load(const Program& program) const;
+};
+
+/// --compiled, --device, --inductor-config, --matmul-precision, --timeout, --worker-python,
+/// --inductor-cache: what plays the compiled side and how it is set up.
+struct CompilerOptions {
+  std::string compiled = "inductor";
+  BackendOptions backend;
+  void add_to(CLI::App& app);
+};
+
+/// --rule, --tol and the multipliers: the verdict rule.
+struct RuleOptions {
+  std::string rule = "same";
+  ToleranceRule parsed;
+  void add_to(CLI::App& app);
+  /// The rule the options describe. Throws pt2diff::Error(Usage) for a malformed --rule.
+  ToleranceRule get() const;
 };
 
 std::unique_ptr<Command> make_inspect_command();

@@ -35,18 +35,7 @@ class DiffCommand final : public Command {
   void add_to(CLI::App& app) override {
     graph_.add_to(app, /*required=*/false);
     inputs_.add_to(app);
-    app.add_option("--compiled", options_.compiled,
-                   "what plays the compiled side: inductor, eager, aoti:PACKAGE.pt2, external:COMMAND, fault:NODE:KIND")
-        ->default_val("inductor");
-    app.add_option("--device", options_.backend.device, "device the compiler targets (inductor, external): cpu or cuda[:N]")
-        ->default_val("cpu");
-    app.add_option("--inductor-config", options_.backend.inductor_config,
-                   "Inductor config override KEY=VALUE (a Python literal), repeatable: emulate_precision_casts=True");
-    app.add_option("--timeout", options_.backend.timeout_seconds,
-                   "seconds one compile or run may take before the worker is killed and the failure reported")
-        ->default_val(900.0);
-    app.add_option("--worker-python", options_.backend.python, "Python of the Inductor worker (default: the venv pt2diff was built with)");
-    app.add_option("--inductor-cache", options_.backend.inductor_cache_dir, "Inductor cache directory (default: ~/.cache/pt2diff/inductor)");
+    compiler_.add_to(app);
     app.add_flag("!--no-exploded", options_.exploded, "skip the exploded compile (every op on its own: the compiled local error column)");
     app.add_flag("!--no-localize", options_.localize.enabled, "do not bisect the graph when an output diverges");
     app.add_option("--bisect", bisect_, "search of the localization: binary (about 2 log2 m + 4 compiles) or linear")
@@ -59,15 +48,7 @@ class DiffCommand final : public Command {
         ->check(CLI::Range(1, 100));
     app.add_option("--repro", options_.repro_dir,
                    "when a culprit is named, write it to this directory as a standalone archive, its inputs and the command");
-    app.add_option("--rule", rule_, "verdict rule: same (torch._dynamo.utils.same, default), allclose (to fp64 at --tol), "
-                                    "ulp:N (max ULP distance to fp64), cosine[:C] (cosine similarity to fp64 >= C, 0.99)")
-        ->default_val("same");
-    app.add_option("--tol", options_.rule.tol, "tolerance of the verdict rule (atol = rtol for the allclose step)")->default_val(1e-3);
-    app.add_option("--fp32-multiplier", options_.rule.fp32_multiplier, "RMSE multiplier for fp32 outputs")->default_val(2.0);
-    app.add_option("--low-precision-multiplier", options_.rule.low_precision_multiplier,
-                   "RMSE multiplier for fp16/bf16 outputs and outputs with fewer than 1000 elements")->default_val(3.0);
-    app.add_flag("--small-tensor-multipliers", options_.rule.small_tensor_multipliers,
-                 "use multiplier 8 for numel <= 500 and 10 for numel <= 10");
+    rule_.add_to(app);
     app.add_option("--top", options_.top, "how many nodes the ranking of introduced error lists")->default_val(10);
     app.add_option("--json", json_path_, "also write the report as JSON to this file (docs/report.schema.json)");
     app.add_option("--save-outputs", outputs_path_,
@@ -81,12 +62,10 @@ class DiffCommand final : public Command {
     if (!given && !program.sample_inputs)
       throw Error(Error::Kind::BadInputs, fmt::format("{} has no sample inputs: pass INPUTS or --random-inputs", program.path));
     BoundInputs bound = bind_inputs(program, given ? *given : *program.sample_inputs);
-    {
-      ToleranceRule parsed = parse_rule(rule_);
-      options_.rule.kind = parsed.kind;
-      options_.rule.max_ulp = parsed.max_ulp;
-      options_.rule.min_cosine = parsed.min_cosine;
-    }
+    options_.compiled = compiler_.compiled;
+    options_.backend = compiler_.backend;
+    options_.backend.seed = inputs_.seed;
+    options_.rule = rule_.get();
     options_.localize.search = bisect_ == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
     TerminalProgress progress;
     options_.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };
@@ -106,11 +85,12 @@ class DiffCommand final : public Command {
  private:
   GraphOptions graph_;
   InputOptions inputs_;
+  CompilerOptions compiler_;
+  RuleOptions rule_;
   DiffOptions options_;
   std::string json_path_;
   std::string outputs_path_;
   std::string bisect_ = "binary";
-  std::string rule_ = "same";
 };
 
 }  // namespace

@@ -15,8 +15,47 @@ void InputOptions::add_to(CLI::App& app) {
                               "torch.save file of the inputs: tuple/list (positional), dict (by name) or (args, kwargs); "
                               "default: the archive's sample inputs");
   auto* rnd = app.add_flag("--random-inputs", random, "draw inputs from the graph's metadata instead");
-  app.add_option("--seed", seed, "seed for --random-inputs")->default_val(0);
+  app.add_option("--seed", seed,
+                 "seed for --random-inputs, and of the random generators before every run (engine and compiled side alike)")
+      ->default_val(0);
   rnd->excludes(file);
+}
+
+void CompilerOptions::add_to(CLI::App& app) {
+  app.add_option("--compiled", compiled, "what plays the compiled side: inductor, eager, aoti:PACKAGE.pt2, external:COMMAND, fault:NODE:KIND")
+      ->default_val("inductor");
+  app.add_option("--device", backend.device, "device the compiler targets (inductor, external): cpu or cuda[:N]")->default_val("cpu");
+  app.add_option("--inductor-config", backend.inductor_config,
+                 "Inductor config override KEY=VALUE (a Python literal), repeatable: emulate_precision_casts=True");
+  app.add_option("--matmul-precision", backend.matmul_precision,
+                 "torch.set_float32_matmul_precision of the compiled side, as your program sets it (high: TF32 on CUDA)")
+      ->check(CLI::IsMember({"highest", "high", "medium"}));
+  app.add_flag("--no-tf32", backend.no_tf32, "TF32 off on the compiled side for matmuls and cuDNN convolutions (CUDA)");
+  app.add_option("--timeout", backend.timeout_seconds, "seconds one compile or run may take before the worker is killed and the failure reported")
+      ->default_val(900.0);
+  app.add_option("--worker-python", backend.python, "Python of the Inductor worker (default: the venv pt2diff was built with)");
+  app.add_option("--inductor-cache", backend.inductor_cache_dir, "Inductor cache directory (default: ~/.cache/pt2diff/inductor)");
+}
+
+void RuleOptions::add_to(CLI::App& app) {
+  app.add_option("--rule", rule, "verdict rule: same (torch._dynamo.utils.same, default), allclose (to fp64 at --tol), "
+                                 "ulp:N (max ULP distance to fp64), cosine[:C] (cosine similarity to fp64 >= C, 0.99)")
+      ->default_val("same");
+  app.add_option("--tol", parsed.tol, "tolerance of the verdict rule (atol = rtol for the allclose step)")->default_val(1e-3);
+  app.add_option("--fp32-multiplier", parsed.fp32_multiplier, "RMSE multiplier for fp32 outputs")->default_val(2.0);
+  app.add_option("--low-precision-multiplier", parsed.low_precision_multiplier,
+                 "RMSE multiplier for fp16/bf16 outputs and outputs with fewer than 1000 elements")
+      ->default_val(3.0);
+  app.add_flag("--small-tensor-multipliers", parsed.small_tensor_multipliers, "use multiplier 8 for numel <= 500 and 10 for numel <= 10");
+}
+
+ToleranceRule RuleOptions::get() const {
+  ToleranceRule r = parsed;
+  const ToleranceRule kind = parse_rule(rule);
+  r.kind = kind.kind;
+  r.max_ulp = kind.max_ulp;
+  r.min_cosine = kind.min_cosine;
+  return r;
 }
 
 std::optional<UserInputs> InputOptions::load(const Program& program) const {
