@@ -16,7 +16,7 @@ const std::vector<std::string>& runnable_fixtures() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
     for (const char* base : {"mlp", "attention", "conv_bn_relu", "ln_softmax_gelu", "bf16_block", "multi_output", "index_none",
-                             "dynamic_batch", "cond", "loop_map", "dropout"}) {
+                             "dynamic_batch", "cond", "loop_map", "dropout", "mixed_precision"}) {
       out.emplace_back(base);
       out.emplace_back(std::string(base) + "_core");
     }
