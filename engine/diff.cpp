@@ -120,7 +120,8 @@ void keep_reference(const NodeStep& step, ReferenceRuns& reference) {
 /// The hint experiments on a named culprit (engine/hints/). A compiler failure here costs the hints,
 /// never the report.
 std::vector<Hint> explain_culprit(const Program& program, const Interpreter& interpreter, Backend& backend, const Culprit& culprit,
-                                  const ReferenceRuns& reference, const DiffOptions& options) {
+                                  const ReferenceRuns& reference, const std::vector<std::string>& random_nodes,
+                                  const DiffOptions& options) {
   const Graph& g = program.ir.graph;
   std::vector<NodeId> nodes;
   for (const std::string& name : culprit.nodes)
@@ -129,6 +130,8 @@ std::vector<Hint> explain_culprit(const Program& program, const Interpreter& int
   if (nodes.empty()) return {};
   HintContext ctx{program, interpreter, options, RegionSpec::fused(g, nodes, g.node(nodes.back()).output_values()), {}, {}, {}, {}, 0};
   for (ValueId v : ctx.window.inputs) ctx.inputs.push_back(reference.rounded[static_cast<size_t>(v)]);
+  for (const std::string& name : culprit.nodes)
+    if (std::find(random_nodes.begin(), random_nodes.end(), name) != random_nodes.end()) ctx.random_nodes.push_back(name);
   for (size_t i = 0; i < ctx.window.outputs.size(); ++i)
     if (g.value(ctx.window.outputs[i]).name == culprit.value) ctx.judged = i;
   const c10::IValue& fp64 = reference.fp64[static_cast<size_t>(ctx.window.outputs.at(ctx.judged))];
@@ -151,24 +154,39 @@ std::vector<Hint> explain_culprit(const Program& program, const Interpreter& int
 
 }  // namespace
 
-std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, const std::string& node, const DiffOptions& options) {
+std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, const std::string& first, const DiffOptions& options,
+                          const std::string& last) {
   const Graph& g = program.ir.graph;
-  const Node* target = nullptr;
-  for (const Node& n : g.nodes())
-    if (n.name == node) target = &n;
-  if (!target) throw Error(Error::Kind::Usage, fmt::format("--node {}: no such node in {} (see pt2diff inspect --graph)", node, program.path));
+  auto find = [&](const std::string& name) -> const Node& {
+    for (const Node& n : g.nodes())
+      if (n.name == name) return n;
+    throw Error(Error::Kind::Usage, fmt::format("no node named '{}' in {} (see pt2diff inspect --graph)", name, program.path));
+  };
+  const Node& begin = find(first);
+  const Node& end = last.empty() ? begin : find(last);
+  if (end.id < begin.id)
+    throw Error(Error::Kind::Usage, fmt::format("the window's last node '{}' comes before its first '{}' in graph order", end.name, begin.name));
+  // The window: the nodes from `first` to `last` that `last` depends on.
+  std::set<NodeId> needed = {end.id};
+  for (NodeId id = end.id; id >= begin.id && id != kGraphInput; --id) {
+    if (!needed.count(id)) continue;
+    for (ValueId v : g.node(id).input_values())
+      if (NodeId p = g.value(v).producer; p != kGraphInput && p >= begin.id) needed.insert(p);
+    if (id == 0) break;
+  }
   std::unique_ptr<Backend> backend = make_backend(options.compiled, program, options.backend);
   Interpreter interpreter(program);
+  interpreter.set_seed(options.backend.seed);
   ReferenceRuns reference = start_reference(program, inputs);
-  interpreter.run_lockstep(inputs, [&](const NodeStep& step) { keep_reference(step, reference); });
+  LockstepResult runs = interpreter.run_lockstep(inputs, [&](const NodeStep& step) { keep_reference(step, reference); });
   Culprit culprit;
-  culprit.nodes = {target->name};
-  for (ValueId v : target->output_values())
+  for (NodeId id : needed) culprit.nodes.push_back(g.node(id).name);
+  for (ValueId v : end.output_values())
     if (reference.fp64[static_cast<size_t>(v)].isTensor()) {
       culprit.value = g.value(v).name;
       break;
     }
-  return explain_culprit(program, interpreter, *backend, culprit, reference, options);
+  return explain_culprit(program, interpreter, *backend, culprit, reference, runs.native.random_nodes, options);
 }
 
 DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options) {
@@ -194,6 +212,7 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
   ReferenceRuns reference;
   if (keep) reference = start_reference(program, inputs);
   Interpreter interpreter(program);
+  interpreter.set_seed(options.backend.seed);  // the compiled side is seeded alike, every run
   LockstepResult runs = interpreter.run_lockstep(inputs, [&](const NodeStep& step) {
     NodeError ne;
     ne.name = step.node.name;
@@ -319,17 +338,20 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
     loc.failing_outputs = failing_names;
     for (size_t i : suspects) loc.exploded_suspects.push_back(g.node(cone[i]).name);
     // A random op where divergence first shows: compiled and eager draw different streams, so no
-    // window can be judged; say that rather than blame accumulated error.
-    if (loc.culprit.kind == Culprit::Kind::Inconclusive && !loc.culprit.nodes.empty() &&
-        std::find(r.random_nodes.begin(), r.random_nodes.end(), loc.culprit.nodes.front()) != r.random_nodes.end())
+    // window can be judged; say that rather than blame accumulated error, and try the levers on it.
+    const bool random_first = loc.culprit.kind == Culprit::Kind::Inconclusive && !loc.culprit.nodes.empty() &&
+                              std::find(r.random_nodes.begin(), r.random_nodes.end(), loc.culprit.nodes.front()) != r.random_nodes.end();
+    if (random_first) {
       loc.culprit.summary = fmt::format(
           "divergence first shows at {}, which draws random numbers: the compiled code draws a different random stream "
-          "than eager, so its values cannot be compared op by op (Inductor: fallback_random=True uses eager's kernels, but the "
-          "worker's generator is not seeded like the engine's yet)",
+          "than eager, so its values cannot be compared op by op (see the compiler_lever hint)",
           loc.culprit.nodes.front());
+      loc.culprit.nodes.resize(1);
+    }
     const bool named = loc.culprit.kind == Culprit::Kind::SingleOp || loc.culprit.kind == Culprit::Kind::Window;
     if (named && !options.repro_dir.empty()) loc.repro = write_repro(program, loc.culprit, reference, options);
-    if (named) loc.hints = explain_culprit(program, interpreter, *backend, loc.culprit, reference, options);
+    if (named || random_first)
+      loc.hints = explain_culprit(program, interpreter, *backend, loc.culprit, reference, r.random_nodes, options);
     r.localization = std::move(loc);
   }
 

@@ -59,11 +59,32 @@ std::optional<MatmulLayout> matmul_layout(const std::string& op, const std::vect
   return std::nullopt;
 }
 
+bool is_convolution(const std::string& op) { return op == "convolution" || op == "conv1d" || op == "conv2d" || op == "conv3d"; }
+
+bool is_softmax(const std::string& op) { return op == "_softmax" || op == "softmax" || op == "_log_softmax" || op == "log_softmax"; }
+
+/// Partial results added in order or in a balanced tree, in their own dtype.
+at::Tensor combine_partials(std::vector<at::Tensor> parts, Combine combine) {
+  if (combine == Combine::Sequential) {
+    at::Tensor total = parts.front();
+    for (size_t i = 1; i < parts.size(); ++i) total = total.add(parts[i]);
+    return total;
+  }
+  while (parts.size() > 1) {
+    std::vector<at::Tensor> next;
+    for (size_t i = 0; i + 1 < parts.size(); i += 2) next.push_back(parts[i].add(parts[i + 1]));
+    if (parts.size() % 2) next.push_back(parts.back());
+    parts = std::move(next);
+  }
+  return parts.front();
+}
+
 }  // namespace
 
 const std::vector<std::string>& reorderable_ops() {
   static const std::vector<std::string> ops = {"mm", "bmm", "addmm", "baddbmm", "linear", "matmul", "convolution",
-                                               "sum", "mean", "_softmax", "softmax", "_log_softmax", "log_softmax"};
+                                               "conv1d", "conv2d", "conv3d", "sum", "mean", "_softmax", "softmax",
+                                               "_log_softmax", "log_softmax"};
   return ops;
 }
 
@@ -78,7 +99,7 @@ int64_t reduction_length(const Node& n, const std::vector<c10::IValue>& in) {
   const std::string op = reduction_op_name(n);
   if (auto l = matmul_layout(op, in)) return tensor_at(in, l->a, n).size(l->a_dim);
   if (op == "matmul") return tensor_at(in, 0, n).size(-1);
-  if (op == "convolution") {
+  if (is_convolution(op)) {
     const at::Tensor w = tensor_at(in, 1, n);
     int64_t k = 1;
     for (int64_t d = 1; d < w.dim(); ++d) k *= w.size(d);
@@ -90,8 +111,7 @@ int64_t reduction_length(const Node& n, const std::vector<c10::IValue>& in) {
     for (int64_t d : reduced_dims(n, x)) k *= x.size(d);
     return k;
   }
-  if (op == "_softmax" || op == "softmax" || op == "_log_softmax" || op == "log_softmax")
-    return tensor_at(in, 0, n).size(int_argument(n, "dim", -1));
+  if (is_softmax(op)) return tensor_at(in, 0, n).size(int_argument(n, "dim", -1));
   return 0;
 }
 
@@ -110,7 +130,7 @@ std::vector<c10::IValue> reversed_order(const Node& n, NodeCall& call) {
     flip(1, b.dim() == 1 ? 0 : -2);
     return call.rerun(in);
   }
-  if (op == "convolution") {
+  if (is_convolution(op)) {
     if (int_argument(n, "groups", 1) != 1) throw Error(Error::Kind::Usage, fmt::format("'{}' is a grouped convolution: not reordered", n.name));
     flip(0, 1);
     flip(1, 1);
@@ -130,13 +150,12 @@ std::vector<c10::IValue> reversed_order(const Node& n, NodeCall& call) {
   return out;
 }
 
-std::optional<std::vector<c10::IValue>> blocked_order(const Node& n, NodeCall& call, int64_t block) {
+std::optional<std::vector<c10::IValue>> blocked_order(const Node& n, NodeCall& call, int64_t block, Combine combine) {
   const std::string op = reduction_op_name(n);
   const std::vector<c10::IValue>& in = call.inputs;
   const int64_t length = reduction_length(n, in);
   if (block <= 0 || length <= block) return std::nullopt;
-  at::Tensor total;
-  auto add = [&](const at::Tensor& partial) { total = total.defined() ? total.add(partial) : partial; };  // in the output dtype
+  std::vector<at::Tensor> parts;  // partial results in the output dtype
   if (auto l = matmul_layout(op, in)) {
     const at::Tensor a = tensor_at(in, l->a, n), b = tensor_at(in, l->b, n);
     const int64_t a_dim = l->a_dim < 0 ? l->a_dim + a.dim() : l->a_dim;
@@ -146,9 +165,9 @@ std::optional<std::vector<c10::IValue>> blocked_order(const Node& n, NodeCall& c
       part[l->a] = a.narrow(a_dim, s, len);
       part[l->b] = b.narrow(l->b_dim, s, len);
       if (l->bias && s > 0) part[*l->bias] = at::zeros_like(tensor_at(in, *l->bias, n));  // the bias is added once
-      add(call.rerun(part).at(0).toTensor());
+      parts.push_back(call.rerun(part).at(0).toTensor());
     }
-    return std::vector<c10::IValue>{total};
+    return std::vector<c10::IValue>{combine_partials(std::move(parts), combine)};
   }
   if (op == "sum" || op == "mean") {
     const at::Tensor x = tensor_at(in, 0, n);
@@ -160,9 +179,43 @@ std::optional<std::vector<c10::IValue>> blocked_order(const Node& n, NodeCall& c
       part[0] = x.narrow(dim, s, len);
       at::Tensor partial = call.rerun(part).at(0).toTensor();
       if (op == "mean") partial = partial.mul(static_cast<double>(len) / static_cast<double>(size));
-      add(partial);
+      parts.push_back(partial);
     }
-    return std::vector<c10::IValue>{total};
+    return std::vector<c10::IValue>{combine_partials(std::move(parts), combine)};
+  }
+  if (is_convolution(op)) {
+    // Blocks of input channels (each channel brings kh*kw terms); the bias is added once.
+    const at::Tensor x = tensor_at(in, 0, n), w = tensor_at(in, 1, n);
+    if (int_argument(n, "groups", 1) != 1 || (op == "convolution" && in.size() > 6 && in[6].isBool() && in[6].toBool()))
+      return std::nullopt;
+    const int64_t channels = x.size(1), per_channel = std::max<int64_t>(1, length / std::max<int64_t>(channels, 1));
+    const int64_t step = std::max<int64_t>(1, block / per_channel);
+    if (channels <= step) return std::nullopt;
+    for (int64_t s = 0; s < channels; s += step) {
+      const int64_t len = std::min(step, channels - s);
+      std::vector<c10::IValue> part = in;
+      part[0] = x.narrow(1, s, len);
+      part[1] = w.narrow(1, s, len);
+      if (s > 0 && in.size() > 2 && in[2].isTensor()) part[2] = at::zeros_like(in[2].toTensor());  // the bias is added once
+      parts.push_back(call.rerun(part).at(0).toTensor());
+    }
+    return std::vector<c10::IValue>{combine_partials(std::move(parts), combine)};
+  }
+  if (is_softmax(op)) {
+    // The same math as the kernel (max subtracted, exp, normalized) in its accumulation dtype, with
+    // the normalizing sum taken in blocks.
+    const at::Tensor x = tensor_at(in, 0, n);
+    const int64_t dim = int_argument(n, "dim", -1) < 0 ? int_argument(n, "dim", -1) + x.dim() : int_argument(n, "dim", -1);
+    const at::ScalarType acc = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+    const at::Tensor wide = x.to(acc);
+    const at::Tensor shifted = wide.sub(std::get<0>(wide.max(dim, /*keepdim=*/true)));
+    const at::Tensor e = shifted.exp();
+    for (int64_t s = 0; s < length; s += block) parts.push_back(e.narrow(dim, s, std::min(block, length - s)).sum(dim, true));
+    const at::Tensor total = combine_partials(std::move(parts), combine);
+    const bool log = op == "_log_softmax" || op == "log_softmax";
+    const at::Tensor out = log ? shifted.sub(total.log()) : e.div(total);
+    const at::ScalarType out_dtype = call.outputs.empty() || !call.outputs[0].isTensor() ? x.scalar_type() : call.outputs[0].toTensor().scalar_type();
+    return std::vector<c10::IValue>{out.to(out_dtype)};
   }
   return std::nullopt;
 }

@@ -20,8 +20,14 @@ std::string reduction_op_name(const Node& node);
 int64_t reduction_length(const Node& node, const std::vector<c10::IValue>& inputs);
 /// The node recomputed with its reduction walked in reverse.
 std::vector<c10::IValue> reversed_order(const Node& node, NodeCall& call);
-/// The node recomputed in blocks of `block` terms, partial results summed in the output dtype;
-/// nullopt for ops without a blocked form here (softmax, convolution).
-std::optional<std::vector<c10::IValue>> blocked_order(const Node& node, NodeCall& call, int64_t block);
+/// How blocked_order adds its partial results: one after the other, or in a balanced binary tree
+/// (pairwise summation, as NumPy and most GPU reductions do).
+enum class Combine { Sequential, Pairwise };
+
+/// The node recomputed in blocks of `block` terms, partial results combined in the output dtype
+/// (softmax: in its accumulation dtype); nullopt when the reduction is not longer than one block
+/// or the op has no blocked form (grouped or transposed convolutions).
+std::optional<std::vector<c10::IValue>> blocked_order(const Node& node, NodeCall& call, int64_t block,
+                                                      Combine combine = Combine::Sequential);
 
 }  // namespace pt2diff

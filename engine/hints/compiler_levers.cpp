@@ -1,43 +1,132 @@
-// engine/hints/compiler_levers.cpp — re-compiles the culprit window with a compiler lever and says
-// whether the divergence goes away: the lever a user can pull today. Only for compilers in a worker
-// (inductor, external), whose config the lever is.
+// engine/hints/compiler_levers.cpp — re-compiles the culprit window with each compiler lever that can
+// bear on it and says which one makes the divergence go away: the lever a user can pull today. Only
+// for compilers in a worker (inductor, external), whose config the levers are.
+#include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <functional>
 
+#include "engine/execution/reduction_orders.h"
 #include "engine/hints/hint_context.h"
 
 namespace pt2diff {
 
+namespace {
+
+struct Lever {
+  std::string name;        ///< as the evidence and the summary name it
+  std::string how;         ///< the pt2diff option that pulls it
+  std::string in_program;  ///< the same lever in the user's program
+  std::string meaning;     ///< what its removing the divergence says
+  std::function<bool(const HintContext&)> bears_on;
+  std::function<void(BackendOptions&)> pull;
+};
+
+bool low_precision(at::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
+
+bool window_has_dtype(const HintContext& ctx, const std::function<bool(at::ScalarType)>& pred) {
+  const Graph& g = ctx.program.ir.graph;
+  auto dtype_of = [&](ValueId v) -> std::optional<at::ScalarType> {
+    const Value& value = g.value(v);
+    if (!value.meta) return std::nullopt;
+    return static_cast<at::ScalarType>(static_cast<int8_t>(value.meta->dtype));
+  };
+  for (NodeId n : ctx.window.nodes) {
+    for (ValueId v : g.node(n).input_values())
+      if (auto t = dtype_of(v); t && pred(*t)) return true;
+    for (ValueId v : g.node(n).output_values())
+      if (auto t = dtype_of(v); t && pred(*t)) return true;
+  }
+  return false;
+}
+
+bool window_has_fp32_matmul(const HintContext& ctx) {
+  static const std::vector<std::string> tf32_ops = {"mm", "bmm", "addmm", "baddbmm", "linear", "matmul", "convolution", "conv1d",
+                                                    "conv2d", "conv3d", "scaled_dot_product_attention"};
+  if (!window_has_dtype(ctx, [](at::ScalarType t) { return t == at::kFloat; })) return false;
+  for (NodeId n : ctx.window.nodes)
+    if (std::find(tf32_ops.begin(), tf32_ops.end(), reduction_op_name(ctx.program.ir.graph.node(n))) != tf32_ops.end()) return true;
+  return false;
+}
+
+const std::vector<Lever>& levers() {
+  static const std::vector<Lever> all = {
+      {"emulate_precision_casts", "--inductor-config emulate_precision_casts=True",
+       "torch._inductor.config.emulate_precision_casts = True",
+       "the difference is Inductor keeping fp32 between fp16/bf16 ops where eager rounds after each",
+       [](const HintContext& ctx) { return window_has_dtype(ctx, low_precision); },
+       [](BackendOptions& o) { o.inductor_config.push_back("emulate_precision_casts=True"); }},
+      {"tf32_off", "--no-tf32",
+       "torch.backends.cuda.matmul.allow_tf32 = False; torch.backends.cudnn.allow_tf32 = False",
+       "the difference is TF32 (10-bit mantissa) in fp32 matmuls or convolutions",
+       [](const HintContext& ctx) {
+         const bool tf32_possible = ctx.options.backend.device.rfind("cuda", 0) == 0 &&
+                                    !ctx.options.backend.no_tf32;  // cuDNN convolutions default to TF32 on CUDA
+         return tf32_possible && window_has_fp32_matmul(ctx);
+       },
+       [](BackendOptions& o) {
+         o.matmul_precision = "highest";
+         o.no_tf32 = true;
+       }},
+      {"fallback_random", "--inductor-config fallback_random=True", "torch._inductor.config.fallback_random = True",
+       "the difference is Inductor's own random number generation: with eager's kernels, seeded alike, the streams agree",
+       [](const HintContext& ctx) { return !ctx.random_nodes.empty(); },
+       [](BackendOptions& o) { o.inductor_config.push_back("fallback_random=True"); }},
+      {"fallback_by_default", "--inductor-config fallback_by_default=True", "torch._inductor.config.fallback_by_default = True",
+       "the difference is in the code Inductor generates for these ops (with every op on its ATen kernel the window agrees): "
+       "a lowering or fusion changes the numbers",
+       [](const HintContext&) { return true; },
+       [](BackendOptions& o) { o.inductor_config.push_back("fallback_by_default=True"); }},
+  };
+  return all;
+}
+
+}  // namespace
+
 std::optional<Hint> compiler_lever_hint(const HintContext& ctx) {
   const std::string& spec = ctx.options.compiled;
   if (spec != "inductor" && spec.rfind("external:", 0) != 0) return std::nullopt;
-  const std::string lever = "emulate_precision_casts=True";
-  BackendOptions with_lever = ctx.options.backend;
-  with_lever.inductor_config.push_back(lever);
+  const Verdict before = judge(ctx.compiled, ctx.eager, ctx.fp64, ctx.options.rule);
   Hint h;
   h.kind = "compiler_lever";
-  try {
-    auto backend = make_backend(spec, ctx.program, with_lever);
-    auto compiled = backend->compile(ctx.window, ctx.inputs);
-    const at::Tensor again = compiled->run(ctx.inputs).at(ctx.judged).toTensor();
-    const Verdict before = judge(ctx.compiled, ctx.eager, ctx.fp64, ctx.options.rule);
-    const Verdict after = judge(again, ctx.eager, ctx.fp64, ctx.options.rule);
-    const double err_before = measure(ctx.compiled, ctx.fp64).rmse, err_after = measure(again, ctx.fp64).rmse;
-    h.evidence = {{"rmse_to_fp64_without", err_before}, {"rmse_to_fp64_with", err_after},
-                  {"rmse_to_eager_with", measure(again.to(at::kDouble), ctx.eager.to(at::kDouble)).rmse}};
-    if (!before.pass && after.pass) {
-      h.finding = "lever_removes_divergence";
-      h.summary = fmt::format("with --inductor-config {} the window passes ({}: {})", lever, after.reason, after.detail);
-      h.suggestion = fmt::format("add --inductor-config {} (torch._inductor.config.{}) if eager's rounding is what you want", lever,
-                                 lever.substr(0, lever.find('=')));
-    } else {
-      h.finding = "lever_does_not_remove_divergence";
-      h.summary = fmt::format("with --inductor-config {} the window still fails ({}: {})", lever, after.reason, after.detail);
-      h.suggestion = "the divergence is not Inductor's fp32 intermediates";
+  h.evidence = {{"rmse_to_fp64_without", measure(ctx.compiled, ctx.fp64).rmse}};
+  const Lever* removes = nullptr;
+  std::vector<std::string> tried;
+  for (const Lever& lever : levers()) {
+    if (!lever.bears_on(ctx)) continue;
+    BackendOptions with_lever = ctx.options.backend;
+    lever.pull(with_lever);
+    try {
+      auto backend = make_backend(spec, ctx.program, with_lever);
+      const c10::IValue out = backend->compile(ctx.window, ctx.inputs)->run(ctx.inputs).at(ctx.judged);
+      if (!out.isTensor()) continue;
+      const at::Tensor again = out.toTensor();
+      const Verdict after = judge(again, ctx.eager, ctx.fp64, ctx.options.rule);
+      h.evidence.emplace_back("rmse_to_fp64_with_" + lever.name, measure(again, ctx.fp64).rmse);
+      h.evidence.emplace_back("rmse_to_eager_with_" + lever.name, measure(again.to(at::kDouble), ctx.eager.to(at::kDouble)).rmse);
+      h.notes.push_back(fmt::format("{}: the window {} ({}: {})", lever.name, after.pass ? "passes" : "still fails", after.reason, after.detail));
+      tried.push_back(lever.name);
+      // Removes it: a failing window passes, or (explain on a passing node) the difference to eager halves.
+      const double to_eager_before = measure(ctx.compiled.to(at::kDouble), ctx.eager.to(at::kDouble)).rmse;
+      const double to_eager_after = measure(again.to(at::kDouble), ctx.eager.to(at::kDouble)).rmse;
+      if (after.pass && (!before.pass || (to_eager_before > 0 && to_eager_after <= 0.5 * to_eager_before))) {
+        removes = &lever;  // the most specific lever that removes it: the others would cost compiles for nothing
+        break;
+      }
+    } catch (const BackendFailure& f) {
+      h.notes.push_back(fmt::format("{}: re-compiling failed ({}): {}", lever.name, f.kind_name(), f.what()));
     }
-  } catch (const BackendFailure& f) {
+  }
+  if (tried.empty() && h.notes.empty()) return std::nullopt;
+  if (removes) {
+    h.finding = "lever_removes_divergence";
+    h.summary = fmt::format("with {} the window {}: {}", removes->name,
+                            before.pass ? "comes (at least twice) closer to eager" : "passes", removes->meaning);
+    h.suggestion = fmt::format("pt2diff: {}; in your program: {}", removes->how, removes->in_program);
+  } else {
     h.finding = "lever_does_not_remove_divergence";
-    h.summary = fmt::format("re-compiling with {} failed: {}", lever, f.what());
-    h.suggestion = "";
+    h.summary = fmt::format("the window still fails with each lever tried ({})", fmt::join(tried, ", "));
+    h.suggestion = "no compiler setting removes it: read the repro's generated code (TORCH_LOGS=output_code)";
   }
   return h;
 }

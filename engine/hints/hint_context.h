@@ -19,6 +19,7 @@ struct HintContext {
   std::vector<c10::IValue> inputs;   ///< fp64 values rounded to their dtypes at the window's boundary
   at::Tensor compiled, eager, fp64;  ///< the judged output of the window, three ways
   size_t judged = 0;                 ///< which of window.outputs that is
+  std::vector<std::string> random_nodes;  ///< the window's nodes that draw random numbers
 };
 
 std::optional<Hint> dtype_promotion_hint(const HintContext& ctx);

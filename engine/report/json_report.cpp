@@ -78,7 +78,7 @@ std::string to_json(const DiffResult& r) {
       json evidence = json::object();
       for (const auto& [name, value] : h.evidence) evidence[name] = number(value);
       hints.push_back({{"kind", h.kind}, {"finding", h.finding}, {"summary", h.summary}, {"suggestion", h.suggestion},
-                       {"evidence", evidence}});
+                       {"evidence", evidence}, {"notes", h.notes}});
     }
     localization["hints"] = hints;
     localization["repro"] = nullptr;

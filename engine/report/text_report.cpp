@@ -62,6 +62,9 @@ std::string to_text(const DiffResult& r) {
                        l.exploded_agrees ? "agrees with the bisection" : "the bisection found otherwise"));
     for (const Hint& h : l.hints) {
       line(fmt::format("  hint ({}, {}): {}", h.kind, h.finding, h.summary));
+      const size_t shown = std::min<size_t>(h.notes.size(), 8);  // the JSON report has them all
+      for (size_t i = 0; i < shown; ++i) line(fmt::format("      {}", h.notes[i]));
+      if (h.notes.size() > shown) line(fmt::format("      ... {} more in --json", h.notes.size() - shown));
       if (!h.suggestion.empty()) line(fmt::format("    -> {}", h.suggestion));
     }
     if (l.repro && l.repro->ok) line(fmt::format("  repro: {}", l.repro->command));

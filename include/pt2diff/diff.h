@@ -106,10 +106,13 @@ struct DiffResult {
 /// Runs the three ways and compares. Throws pt2diff::Error for inputs or graphs it cannot run; a
 /// compiler that fails, crashes or hangs is recorded in the result (`compiles`, `compiled_failed`).
 DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options);
-/// The hint experiments (hints.h) on one node, culprit or not: the node alone, fed the fp64 values of
-/// its inputs rounded to their dtypes, compiled with `options.compiled`. Throws pt2diff::Error(Usage)
-/// for an unknown node.
-std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, const std::string& node, const DiffOptions& options);
+/// The hint experiments (hints.h) on one node or a window, culprit or not, fed the fp64 values of its
+/// inputs rounded to their dtypes, compiled with `options.compiled`. The window runs from `first` to
+/// `last` (empty: `first` alone): the nodes between them in graph order that `last` depends on,
+/// fused; the hints judge `last`'s first floating output. Throws pt2diff::Error(Usage) for an unknown
+/// node or a `last` that comes before `first`.
+std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, const std::string& first, const DiffOptions& options,
+                          const std::string& last = "");
 
 /// The readable report.
 std::string to_text(const DiffResult& result);

@@ -17,12 +17,16 @@ namespace pt2diff {
 
 struct Hint {
   std::string kind;        ///< "dtype_promotion", "reduction_order", "compiler_lever"
-  /// Stable: "compiled_keeps_higher_precision", "lower_precision_than_promotion", "not_explained_by_promotion",
-  /// "inside_envelope", "outside_envelope", "lever_removes_divergence", "lever_does_not_remove_divergence".
+  /// Stable: "compiled_keeps_higher_precision", "lower_precision_than_promotion", "promotion_differs_from_pytorch",
+  /// "not_explained_by_promotion",
+  /// "inside_envelope", "outside_envelope", "below_envelope", "lever_removes_divergence", "lever_does_not_remove_divergence".
   std::string finding;
   std::string summary;     ///< one sentence with the numbers
   std::string suggestion;  ///< what a user can do about it
   std::vector<std::pair<std::string, double>> evidence;  ///< the numbers, named ("rmse_compiled_to_widened", ...)
+  /// Per-op facts behind the numbers, one line each: each op's dtype promotion, each reduction and its
+  /// length, each lever and its verdict.
+  std::vector<std::string> notes;
 };
 
 }  // namespace pt2diff

@@ -56,14 +56,21 @@ def main():
             findings.get("compiler_lever") == "lever_removes_divergence"
         print(f"bf16_block (strict rule): culprit {loc and loc['culprit']['nodes']}, hints {findings}: {'ok' if ok else 'WRONG'}")
         failures += 0 if ok else 1
-        # Random ops: Inductor draws another stream; localization must say so, not name a culprit.
+        # Random ops: Inductor draws another stream. Seeded alike, the dropout op alone is judged,
+        # and the fallback_random lever must be named; with it the whole graph agrees.
         report = os.path.join(tmp, "dropout.json")
         subprocess.run([pt2diff, os.path.join(fixtures, "dropout.pt2"), os.path.join(fixtures, "dropout_inputs.pt"), "--json", report],
                        capture_output=True, text=True)
-        culprit = json.load(open(report))["localization"]["culprit"]
-        ok = culprit["kind"] == "inconclusive" and "draws random numbers" in culprit["summary"]
-        print(f"dropout: {culprit['kind']}: {culprit['summary'][:90]}...: {'ok' if ok else 'WRONG'}")
+        loc = json.load(open(report))["localization"]
+        lever = next((h for h in loc["hints"] if h["kind"] == "compiler_lever"), {})
+        ok = loc["culprit"]["nodes"] == ["dropout"] and lever.get("finding") == "lever_removes_divergence" and \
+            "fallback_random" in lever.get("summary", "")
+        print(f"dropout: {loc['culprit']['kind']} {loc['culprit']['nodes']}, lever: {lever.get('summary', '-')[:70]}: {'ok' if ok else 'WRONG'}")
         failures += 0 if ok else 1
+        run = subprocess.run([pt2diff, os.path.join(fixtures, "dropout.pt2"), os.path.join(fixtures, "dropout_inputs.pt"),
+                              "--inductor-config", "fallback_random=True"], capture_output=True, text=True)
+        print(f"dropout with fallback_random=True: exit {run.returncode}: {'ok' if run.returncode == 0 else 'WRONG'}")
+        failures += 0 if run.returncode == 0 else 1
     print("FAILED" if failures else "every planted Inductor bug localized")
     return 1 if failures else 0
 
