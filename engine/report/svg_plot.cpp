@@ -1,0 +1,381 @@
+// engine/report/svg_plot.cpp — line plots as inline SVG (see svg_plot.h).
+//
+// Layout: title and legend on top, y tick labels and the y label on the left, x tick labels (rotated
+// and thinned when they do not fit) and the x label below. Text widths are estimated (about 0.56 em
+// per character of an 11 px sans-serif font): nothing here measures glyphs.
+#include "engine/report/svg_plot.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace pt2diff {
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+constexpr double kCharWidth = 6.2;  // px per character at font-size 11 (estimate)
+constexpr double kFontSize = 11;
+constexpr size_t kMaxTickChars = 20;
+
+double text_width(const std::string& s, double font_size = kFontSize) {
+  // UTF-8 continuation bytes do not start a character.
+  size_t chars = 0;
+  for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
+  return static_cast<double>(chars) * kCharWidth * font_size / kFontSize;
+}
+
+std::string shorten(const std::string& s, size_t max_chars) {
+  if (s.size() <= max_chars) return s;
+  size_t cut = max_chars - 1;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+  return s.substr(0, cut) + "\u2026";
+}
+
+bool usable(double v, bool log) { return std::isfinite(v) && (!log || v > 0); }
+
+double nice_step(double raw) {
+  if (!(raw > 0) || !std::isfinite(raw)) return 1;
+  const double e = std::floor(std::log10(raw));
+  const double base = std::pow(10.0, e);
+  const double f = raw / base;
+  const double n = f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10;
+  return n * base;
+}
+
+struct Tick {
+  double at;
+  std::string label;     // plain text, or empty
+  int exponent = 0;      // log decades written as 10^exponent when `power` is set
+  bool power = false;
+  bool major = true;
+  std::string title;     // hover text (full label when shortened)
+};
+
+/// One axis: its data range and the pixel range it maps to.
+struct Axis {
+  bool log = false;
+  double lo = 0, hi = 1;   // data units
+  double p0 = 0, p1 = 1;   // pixels (p1 < p0 for the y axis)
+  double map(double v) const {
+    const double u = log ? std::log10(v) : v, l = log ? std::log10(lo) : lo, h = log ? std::log10(hi) : hi;
+    return p0 + (u - l) / (h - l) * (p1 - p0);
+  }
+  bool inside(double v) const { return usable(v, log) && v >= lo && v <= hi; }
+};
+
+/// The range the data (and reference lines) need; `tight` pads by 2% instead of rounding to nice steps.
+void fit(Axis& a, std::vector<double> values, bool tight) {
+  std::erase_if(values, [&](double v) { return !usable(v, a.log); });
+  if (values.empty()) {
+    a.lo = a.log ? 1 : 0;
+    a.hi = a.log ? 10 : 1;
+    return;
+  }
+  double lo = *std::min_element(values.begin(), values.end()), hi = *std::max_element(values.begin(), values.end());
+  if (a.log) {
+    double l = std::floor(std::log10(lo)), h = std::ceil(std::log10(hi));
+    if (h <= l) --l, ++h;
+    a.lo = std::pow(10.0, l);
+    a.hi = std::pow(10.0, h);
+    return;
+  }
+  if (hi <= lo) {
+    const double pad = lo == 0 ? 1 : std::abs(lo) * 0.5;
+    lo -= pad;
+    hi += pad;
+  }
+  if (tight) {
+    const double pad = (hi - lo) * 0.02;
+    a.lo = lo - pad;
+    a.hi = hi + pad;
+    return;
+  }
+  const double step = nice_step((hi - lo) / 5);
+  a.lo = std::floor(lo / step) * step;
+  a.hi = std::ceil(hi / step) * step;
+}
+
+std::string linear_label(double v, double step) {
+  if (std::abs(v) < step * 1e-9) v = 0;  // no "-0" or 1e-17
+  const double mag = std::max(std::abs(v), step);
+  if (mag >= 1e6 || step < 1e-4) return fmt::format("{:.2g}", v);
+  const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+std::vector<Tick> auto_ticks(const Axis& a) {
+  std::vector<Tick> ticks;
+  if (a.log) {
+    const int l = static_cast<int>(std::lround(std::log10(a.lo))), h = static_cast<int>(std::lround(std::log10(a.hi)));
+    const int decades = h - l;
+    const int every = std::max(1, (decades + 9) / 10);
+    for (int e = l; e <= h; ++e) {
+      if ((e - l) % every != 0) {
+        ticks.push_back({std::pow(10.0, e), "", e, false, false, ""});
+        continue;
+      }
+      Tick t{std::pow(10.0, e), "", e, false, true, ""};
+      if (e >= -3 && e <= 4) t.label = fmt::format("{:g}", std::pow(10.0, e));
+      else t.power = true;
+      ticks.push_back(t);
+      if (decades <= 6 && e < h)
+        for (int m = 2; m <= 9; ++m) ticks.push_back({m * std::pow(10.0, e), "", 0, false, false, ""});
+    }
+    return ticks;
+  }
+  const double step = nice_step((a.hi - a.lo) / 6);
+  for (double v = std::ceil(a.lo / step - 1e-9) * step; v <= a.hi + step * 1e-9; v += step)
+    ticks.push_back({v, linear_label(v, step), 0, false, true, ""});
+  return ticks;
+}
+
+std::string f1(double v) { return fmt::format("{:.1f}", v); }
+
+/// <text> content of a tick label: plain, or 10 with a superscript exponent.
+std::string tick_text(const Tick& t) {
+  if (!t.power) return html_escape(t.label);
+  return fmt::format("10<tspan dy=\"-5\" font-size=\"8\">{}</tspan>", t.exponent);
+}
+std::string tick_plain(const Tick& t) { return t.power ? fmt::format("10{}", t.exponent) : t.label; }
+
+}  // namespace
+
+std::string svg_line_plot(const std::vector<PlotSeries>& series, const PlotOptions& o) {
+  const double W = std::max(o.width, 200), H = std::max(o.height, 150);
+  Axis x{o.log_x}, y{o.log_y};
+
+  // Data ranges: points usable on both axes, reference lines, bands and explicit ticks.
+  std::vector<double> xs, ys;
+  for (const PlotSeries& s : series)
+    for (const auto& [px, py] : s.points)
+      if (usable(px, x.log) && usable(py, y.log)) xs.push_back(px), ys.push_back(py);
+  const bool has_data = !xs.empty();
+  for (const PlotLine& l : o.h_lines) ys.push_back(l.at);
+  for (const PlotLine& l : o.v_lines) xs.push_back(l.at);
+  for (const auto& [from, to] : o.x_bands) xs.push_back(from), xs.push_back(to);
+  for (const auto& [at, label] : o.x_ticks) xs.push_back(at);
+  fit(x, xs, /*tight=*/!o.x_ticks.empty());
+  fit(y, ys, /*tight=*/false);
+
+  std::vector<Tick> yt = auto_ticks(y);
+  std::vector<Tick> xt;
+  if (o.x_ticks.empty()) {
+    xt = auto_ticks(x);
+  } else {
+    for (const auto& [at, label] : o.x_ticks)
+      if (x.inside(at)) xt.push_back({at, shorten(label, kMaxTickChars), 0, false, true, label});
+    std::sort(xt.begin(), xt.end(), [](const Tick& a, const Tick& b) { return a.at < b.at; });
+  }
+
+  // Legend rows (series only: reference lines carry their label on the line).
+  const double legend_left = 12;
+  std::vector<std::vector<size_t>> legend_rows;
+  {
+    double cursor = legend_left;
+    for (size_t i = 0; i < series.size(); ++i) {
+      const double w = 30 + text_width(series[i].name) + 18;
+      if (legend_rows.empty() || cursor + w > W - 12) legend_rows.emplace_back(), cursor = legend_left;
+      legend_rows.back().push_back(i);
+      cursor += w;
+    }
+  }
+
+  // Margins.
+  double y_label_w = 0;
+  for (const Tick& t : yt)
+    if (t.major) y_label_w = std::max(y_label_w, text_width(tick_plain(t)));
+  const double top = 10 + (o.title.empty() ? 0 : 22) + 18.0 * static_cast<double>(legend_rows.size()) + 8;
+  double left = 10 + (o.y_label.empty() ? 0 : 20) + y_label_w + 8;
+  const double right = 18;
+
+  // X labels: every k-th, horizontal when they fit, else rotated by 45 degrees.
+  size_t every = 1;
+  bool rotated = false;
+  double x_label_w = 0;
+  for (const Tick& t : xt)
+    if (t.major) x_label_w = std::max(x_label_w, text_width(tick_plain(t)));
+  if (!o.x_ticks.empty() && xt.size() > 1) {
+    x.p0 = left;
+    x.p1 = W - right;
+    double gap_px = std::numeric_limits<double>::infinity();
+    for (size_t i = 1; i < xt.size(); ++i) gap_px = std::min(gap_px, x.map(xt[i].at) - x.map(xt[i - 1].at));
+    gap_px = std::max(gap_px, 1e-3);
+    if (gap_px < x_label_w + 8) {
+      rotated = true;
+      every = static_cast<size_t>(std::ceil(14 / gap_px));
+    }
+    for (size_t i = 0; i < xt.size(); ++i) xt[i].major = i % every == 0;
+  }
+  const double x_tick_extent = rotated ? x_label_w * 0.71 + 12 : 18;
+  if (rotated && !xt.empty()) left = std::max(left, x_label_w * 0.71 - 10);
+  const double bottom = 8 + x_tick_extent + (o.x_label.empty() ? 0 : 20);
+
+  x.p0 = left;
+  x.p1 = W - right;
+  y.p0 = H - bottom;
+  y.p1 = top;
+  const double plot_h = y.p0 - y.p1;
+
+  std::string svg;
+  auto add = [&](const std::string& s) { svg += s; svg += '\n'; };
+  add(fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\"{} width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" "
+      "font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif\" font-size=\"{}\">",
+      o.id.empty() ? "" : fmt::format(" id=\"{}\"", html_escape(o.id)), W, H, W, H, kFontSize));
+  if (!o.title.empty()) add(fmt::format("<title>{}</title>", html_escape(o.title)));
+  add(fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>", W, H));
+  if (!o.title.empty())
+    add(fmt::format("<text x=\"{}\" y=\"24\" font-size=\"13\" font-weight=\"600\" fill=\"#222\">{}</text>", legend_left,
+                    html_escape(o.title)));
+
+  // Legend.
+  {
+    double ly = 10 + (o.title.empty() ? 0 : 22) + 10;
+    for (const auto& row : legend_rows) {
+      double cursor = legend_left;
+      for (size_t i : row) {
+        const PlotSeries& s = series[i];
+        const std::string color = html_escape(s.color);
+        add(fmt::format("<g class=\"legend\"><line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"{}/>", f1(cursor),
+                        f1(ly), f1(cursor + 24), f1(ly), color, s.dashed ? " stroke-dasharray=\"6 3\"" : ""));
+        if (s.markers) add(fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"/>", f1(cursor + 12), f1(ly), color));
+        add(fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#333\">{}</text></g>", f1(cursor + 30), f1(ly + 4), html_escape(s.name)));
+        cursor += 30 + text_width(s.name) + 18;
+      }
+      ly += 18;
+    }
+  }
+
+  // Bands, under everything else.
+  for (size_t i = 0; i < o.x_bands.size(); ++i) {
+    double from = std::min(o.x_bands[i].first, o.x_bands[i].second), to = std::max(o.x_bands[i].first, o.x_bands[i].second);
+    if (!usable(from, x.log) || !usable(to, x.log)) continue;
+    from = std::clamp(from, x.lo, x.hi);
+    to = std::clamp(to, x.lo, x.hi);
+    const double a = x.map(from), b = x.map(to);
+    add(fmt::format("<rect class=\"band\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#ffcc80\" fill-opacity=\"0.45\"/>", f1(a),
+                    f1(y.p1), f1(std::max(1.5, b - a)), f1(plot_h)));
+    if (i < o.x_band_labels.size() && !o.x_band_labels[i].empty())
+      add(fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" fill=\"#8a4b00\">{}</text>", f1((a + b) / 2),
+                      f1(y.p1 + 11), html_escape(o.x_band_labels[i])));
+  }
+
+  // Grid and ticks.
+  for (const Tick& t : yt) {
+    if (!y.inside(t.at)) continue;
+    const double py = y.map(t.at);
+    add(fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"1\"/>", f1(x.p0), f1(py), f1(x.p1), f1(py),
+                    t.major ? "#e3e3e3" : "#f3f3f3"));
+    if (t.major)
+      add(fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#555\">{}</text>", f1(x.p0 - 6), f1(py + 4), tick_text(t)));
+  }
+  const bool mark_every_tick = !o.x_ticks.empty() && static_cast<double>(xt.size()) <= (x.p1 - x.p0) / 3;
+  for (const Tick& t : xt) {
+    if (!x.inside(t.at)) continue;
+    const double px = x.map(t.at);
+    if (t.major)
+      add(fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#eeeeee\" stroke-width=\"1\"/>", f1(px), f1(y.p1), f1(px), f1(y.p0)));
+    if (t.major || mark_every_tick || o.x_ticks.empty())
+      add(fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#777\" stroke-width=\"1\"/>", f1(px), f1(y.p0), f1(px),
+                      f1(y.p0 + (t.major ? 5 : 3))));
+    if (!t.major) continue;
+    const std::string hover = t.title.empty() || t.title == t.label ? "" : fmt::format("<title>{}</title>", html_escape(t.title));
+    if (rotated)
+      add(fmt::format("<text x=\"{0}\" y=\"{1}\" text-anchor=\"end\" transform=\"rotate(-45 {0} {1})\" fill=\"#555\">{2}{3}</text>",
+                      f1(px + 3), f1(y.p0 + 10), hover, tick_text(t)));
+    else
+      add(fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#555\">{}{}</text>", f1(px), f1(y.p0 + 17), hover, tick_text(t)));
+  }
+  add(fmt::format("<path d=\"M{} {}V{}H{}\" fill=\"none\" stroke=\"#444\" stroke-width=\"1\"/>", f1(x.p0), f1(y.p1), f1(y.p0), f1(x.p1)));
+
+  // Reference lines.
+  for (const PlotLine& l : o.h_lines) {
+    if (!y.inside(l.at)) continue;
+    const double py = y.map(l.at);
+    const std::string color = html_escape(l.color);
+    add(fmt::format("<line class=\"h-line\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"1.2\" stroke-dasharray=\"5 4\"/>",
+                    f1(x.p0), f1(py), f1(x.p1), f1(py), color));
+    if (!l.label.empty())
+      add(fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"10\" fill=\"{}\">{}</text>", f1(x.p1 - 4), f1(py - 4), color,
+                      html_escape(l.label)));
+  }
+  for (const PlotLine& l : o.v_lines) {
+    if (!x.inside(l.at)) continue;
+    const double px = x.map(l.at);
+    const std::string color = html_escape(l.color);
+    add(fmt::format("<line class=\"v-line\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"1.2\" stroke-dasharray=\"5 4\"/>",
+                    f1(px), f1(y.p1), f1(px), f1(y.p0), color));
+    if (!l.label.empty())
+      add(fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"{}\">{}</text>", f1(px + 4), f1(y.p1 + 11), color, html_escape(l.label)));
+  }
+
+  // Series: polylines broken where a point is skipped; a point with no drawn neighbour gets a dot.
+  for (const PlotSeries& s : series) {
+    const std::string color = html_escape(s.color);
+    add(fmt::format("<g class=\"series\" data-name=\"{}\">", html_escape(s.name)));
+    std::vector<std::pair<double, double>> run;
+    std::vector<std::pair<double, double>> dots;
+    auto flush = [&] {
+      if (run.size() == 1) dots.push_back(run[0]);
+      if (run.size() >= 2) {
+        std::string pts;
+        for (const auto& [px, py] : run) pts += fmt::format("{}{},{}", pts.empty() ? "" : " ", f1(px), f1(py));
+        add(fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" stroke-linejoin=\"round\"{}/>", pts, color,
+                        s.dashed ? " stroke-dasharray=\"6 3\"" : ""));
+      }
+      run.clear();
+    };
+    for (const auto& [px, py] : s.points) {
+      if (usable(px, x.log) && usable(py, y.log)) run.emplace_back(x.map(px), y.map(py));
+      else flush();
+    }
+    flush();
+    if (s.markers) {
+      dots.clear();
+      for (const auto& [px, py] : s.points)
+        if (usable(px, x.log) && usable(py, y.log)) dots.emplace_back(x.map(px), y.map(py));
+    }
+    for (const auto& [px, py] : dots) add(fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"2.6\" fill=\"{}\"/>", f1(px), f1(py), color));
+    // Hover targets: transparent but painted, so they take the pointer.
+    for (size_t i = 0; i < s.points.size() && i < s.point_titles.size(); ++i) {
+      const auto& [px, py] = s.points[i];
+      if (!usable(px, x.log) || !usable(py, y.log) || s.point_titles[i].empty()) continue;
+      add(fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"#000\" fill-opacity=\"0\"><title>{}</title></circle>", f1(x.map(px)),
+                      f1(y.map(py)), html_escape(s.point_titles[i])));
+    }
+    add("</g>");
+  }
+  if (!has_data)
+    add(fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#999\">no data to plot</text>", f1((x.p0 + x.p1) / 2),
+                    f1((y.p0 + y.p1) / 2)));
+
+  // Axis labels.
+  if (!o.x_label.empty())
+    add(fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#333\">{}</text>", f1((x.p0 + x.p1) / 2), f1(H - 8),
+                    html_escape(o.x_label)));
+  if (!o.y_label.empty())
+    add(fmt::format("<text x=\"14\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {0})\" fill=\"#333\">{1}</text>",
+                    f1((y.p0 + y.p1) / 2), html_escape(o.y_label)));
+  add("</svg>");
+  return svg;
+}
+
+}  // namespace pt2diff
