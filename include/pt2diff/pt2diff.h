@@ -18,6 +18,7 @@
 #include "pt2diff/diff.h"
 #include "pt2diff/error.h"
 #include "pt2diff/graph.h"
+#include "pt2diff/html.h"
 #include "pt2diff/inputs.h"
 #include "pt2diff/inspect.h"
 #include "pt2diff/interpreter.h"
