@@ -189,9 +189,12 @@ std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, con
   return explain_culprit(program, interpreter, *backend, culprit, reference, runs.native.random_nodes, options);
 }
 
+namespace {
+DiffResult run_diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend,
+                    const std::shared_ptr<std::string>& step);
+}  // namespace
+
 DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  const Graph& g = program.ir.graph;
   // Progress lines during localization say which probe a compile belongs to.
   auto step = std::make_shared<std::string>();
   BackendOptions backend_options = options.backend;
@@ -200,6 +203,20 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
       user(step->empty() ? activity : "[" + *step + "] " + activity, elapsed);
     };
   std::unique_ptr<Backend> backend = make_backend(options.compiled, program, backend_options);
+  return run_diff(program, inputs, options, *backend, step);
+}
+
+DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend) {
+  return run_diff(program, inputs, options, backend, std::make_shared<std::string>());
+}
+
+namespace {
+
+DiffResult run_diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend_ref,
+                    const std::shared_ptr<std::string>& step) {
+  const auto start = std::chrono::steady_clock::now();
+  const Graph& g = program.ir.graph;
+  Backend* backend = &backend_ref;
   DiffResult r;
   r.graph = program.path;
   r.inputs = inputs.origin;
@@ -223,6 +240,11 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
     const auto ulp_dtype = working_dtype(g, step.node);
     for (size_t i = 0; i < outs.size(); ++i) {
       ne.values.push_back(value_error(g, outs[i], step.native[i], step.fp64[i], step.local[i], ulp_dtype));
+      if (options.keep_values && ne.values.back().compared) {
+        ne.values.back().eager_value = step.native[i].toTensor();
+        ne.values.back().fp64_value = step.fp64[i].toTensor();
+        ne.values.back().local_value = step.local[i].toTensor();
+      }
     }
     if (keep) keep_reference(step, reference);
     r.nodes.push_back(std::move(ne));
@@ -309,6 +331,7 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
           const at::Tensor& compiled_local = it->second.first->toTensor();
           ve.compiled_local = measure(compiled_local, ref.toTensor(), ulp_dtype);
           ve.has_compiled_local = true;
+          if (options.keep_values) ve.compiled_local_value = compiled_local;
           if (!judge(compiled_local, it->second.second->toTensor(), ref.toTensor(), options.rule).pass) ne.compiled_local_fails = true;
           ne.compiled_local_ulp = std::max(ne.compiled_local_ulp, ve.compiled_local.exact_kind ? 0.0 : ve.compiled_local.max_ulp);
         }
@@ -366,5 +389,7 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
+
+}  // namespace
 
 }  // namespace pt2diff

@@ -1,6 +1,7 @@
 // engine/backends/backends.h — the factories behind make_backend(), one file per backend.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,10 @@ class WorkerBackend;
 std::unique_ptr<WorkerBackend> make_inductor_worker(const Program& program, const BackendOptions& options);
 std::unique_ptr<Backend> make_external_backend(const std::string& command, const Program& program, const BackendOptions& options);
 std::unique_ptr<Backend> make_aoti_backend(const std::string& package, const Program& program, const BackendOptions& options);
+
+/// `inner`, compiling each region (same nodes, inputs, outputs, exploded or not) once; `compiles`, when
+/// given, is set to a function returning how many compiles reached `inner`.
+std::unique_ptr<Backend> make_caching_backend(std::unique_ptr<Backend> inner, std::function<size_t()>* compiles = nullptr);
 
 /// The in-process backends (eager, fault): regions run through the interpreter; `after_node` (may be
 /// empty) sees every node's call and may change its outputs.

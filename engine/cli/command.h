@@ -23,6 +23,9 @@ class Command {
   virtual int run() = 0;
 };
 
+/// How pt2diff was invoked, argv as one shell-quoted line (set by main()): the HTML report shows it.
+inline std::string invocation;
+
 /// GRAPH [--model NAME]: which archive and which program inside it.
 struct GraphOptions {
   std::string graph;
@@ -54,7 +57,8 @@ struct CompilerOptions {
 struct RuleOptions {
   std::string rule = "same";
   ToleranceRule parsed;
-  void add_to(CLI::App& app);
+  /// `with_tol` false: the command registers its own --tol (a sweep's grid).
+  void add_to(CLI::App& app, bool with_tol = true);
   /// The rule the options describe. Throws pt2diff::Error(Usage) for a malformed --rule.
   ToleranceRule get() const;
 };
@@ -62,5 +66,6 @@ struct RuleOptions {
 std::unique_ptr<Command> make_inspect_command();
 std::unique_ptr<Command> make_diff_command();
 std::unique_ptr<Command> make_explain_command();
+std::unique_ptr<Command> make_sweep_command();
 
 }  // namespace pt2diff::cli

@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
                       pt2diff::cli::make_inspect_command()});
   commands.push_back({"explain", "run the hint experiments (dtype promotion, reduction order, compiler levers) on one node",
                       pt2diff::cli::make_explain_command()});
+  commands.push_back({"sweep", "judge one set of runs at a grid of tolerances: verdicts, failing nodes, the tolerance each output needs",
+                      pt2diff::cli::make_sweep_command()});
 
   std::vector<std::pair<CLI::App*, pt2diff::cli::Command*>> parsed;
   for (Entry& e : commands) {

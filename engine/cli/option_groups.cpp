@@ -37,11 +37,12 @@ void CompilerOptions::add_to(CLI::App& app) {
   app.add_option("--inductor-cache", backend.inductor_cache_dir, "Inductor cache directory (default: ~/.cache/pt2diff/inductor)");
 }
 
-void RuleOptions::add_to(CLI::App& app) {
+void RuleOptions::add_to(CLI::App& app, bool with_tol) {
   app.add_option("--rule", rule, "verdict rule: same (torch._dynamo.utils.same, default), allclose (to fp64 at --tol), "
                                  "ulp:N (max ULP distance to fp64), cosine[:C] (cosine similarity to fp64 >= C, 0.99)")
       ->default_val("same");
-  app.add_option("--tol", parsed.tol, "tolerance of the verdict rule (atol = rtol for the allclose step)")->default_val(1e-3);
+  if (with_tol)
+    app.add_option("--tol", parsed.tol, "tolerance of the verdict rule (atol = rtol for the allclose step)")->default_val(1e-3);
   app.add_option("--fp32-multiplier", parsed.fp32_multiplier, "RMSE multiplier for fp32 outputs")->default_val(2.0);
   app.add_option("--low-precision-multiplier", parsed.low_precision_multiplier,
                  "RMSE multiplier for fp16/bf16 outputs and outputs with fewer than 1000 elements")

@@ -34,6 +34,9 @@ struct DiffOptions {
   ToleranceRule rule;
   /// How many nodes the ranking of introduced error lists.
   size_t top = 10;
+  /// Keep every node's values (ValueError::*_value) for re-judging later (sweeps): memory grows with
+  /// the graph, so off by default.
+  bool keep_values = false;
 };
 
 /// One value a node defines, against the fp64 reference.
@@ -46,6 +49,8 @@ struct ValueError {
   Metrics compiled_local;  ///< the same inputs through the compiler (exploded compile) vs fp64
   bool compared = true;    ///< false for non-tensor values and values fp64 cannot reproduce
   bool has_compiled_local = false;  ///< false when no exploded compile ran (or it failed)
+  /// With DiffOptions::keep_values: the eager (propagated), fp64, eager local and compiled local values.
+  at::Tensor eager_value, fp64_value, local_value, compiled_local_value;
 };
 
 struct NodeError {
@@ -106,6 +111,9 @@ struct DiffResult {
 /// Runs the three ways and compares. Throws pt2diff::Error for inputs or graphs it cannot run; a
 /// compiler that fails, crashes or hangs is recorded in the result (`compiles`, `compiled_failed`).
 DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options);
+/// The same with a backend the caller made (options.compiled and options.backend are not used to
+/// make one): a sweep shares one backend, and its compiled regions, between runs.
+DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend);
 /// The hint experiments (hints.h) on one node or a window, culprit or not, fed the fp64 values of its
 /// inputs rounded to their dtypes, compiled with `options.compiled`. The window runs from `first` to
 /// `last` (empty: `first` alone): the nodes between them in graph order that `last` depends on,

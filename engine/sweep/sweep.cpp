@@ -1,0 +1,162 @@
+// engine/sweep/sweep.cpp — implements sweep.h: one diff() with every value kept, then the verdict rule
+// re-applied per grid point; localization per failing point through a backend that compiles once.
+#include "pt2diff/sweep.h"
+
+#include <ATen/ops/allclose.h>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <functional>
+
+#include "engine/backends/backends.h"
+#include "pt2diff/error.h"
+
+namespace pt2diff {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+ToleranceRule rule_at(const ToleranceRule& base, double tol, double multiplier) {
+  ToleranceRule r = base;
+  r.tol = tol;
+  if (multiplier > 0) r.fp32_multiplier = r.low_precision_multiplier = multiplier;
+  return r;
+}
+
+Verdict judge_output(const OutputVerdict& o, const ToleranceRule& rule) {
+  if (!o.compiled_value.defined() || !o.eager_value.defined()) return o.verdict;  // no compiled value: fails at every tol
+  return judge(o.compiled_value, o.eager_value, o.fp64_value, rule);
+}
+
+/// The smallest tol in [0, 1e3] at which `passes` holds (it is monotone in tol), to 0.1%.
+std::optional<double> smallest_passing(const std::function<bool(double)>& passes) {
+  if (passes(0)) return 0.0;
+  double lo = 1e-15, hi = 1e3;
+  if (!passes(hi)) return std::nullopt;
+  if (passes(lo)) return lo;
+  while (hi / lo > 1.001) {
+    const double mid = std::sqrt(lo * hi);
+    (passes(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+}  // namespace
+
+std::vector<double> parse_tolerances(const std::string& spec) {
+  auto bad = [&](const std::string& why) -> Error {
+    return Error(Error::Kind::Usage, fmt::format("--tol {}: {} (forms: LO:HI:N, N log-spaced points, or A,B,C)", spec, why));
+  };
+  auto number = [&](const std::string& text) {
+    try {
+      size_t used = 0;
+      const double x = std::stod(text, &used);
+      if (used == text.size() && x > 0 && std::isfinite(x)) return x;
+    } catch (const std::exception&) {
+    }
+    throw bad(fmt::format("'{}' is not a positive number", text));
+  };
+  std::vector<double> tols;
+  if (spec.find(':') != std::string::npos) {
+    const auto a = spec.find(':'), b = spec.find(':', a + 1);
+    if (b == std::string::npos) throw bad("a range needs three parts");
+    const double lo = number(spec.substr(0, a)), hi = number(spec.substr(a + 1, b - a - 1));
+    int n = 0;
+    try {
+      n = std::stoi(spec.substr(b + 1));
+    } catch (const std::exception&) {
+    }
+    if (n < 2 || n > 10000) throw bad("N must be a whole number from 2 to 10000");
+    if (hi <= lo) throw bad("HI must be larger than LO");
+    for (int i = 0; i < n; ++i) tols.push_back(lo * std::pow(hi / lo, static_cast<double>(i) / (n - 1)));
+    return tols;
+  }
+  size_t start = 0;
+  while (start <= spec.size()) {
+    const size_t comma = std::min(spec.find(',', start), spec.size());
+    tols.push_back(number(spec.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  std::sort(tols.begin(), tols.end());
+  return tols;
+}
+
+SweepResult sweep(const Program& program, const BoundInputs& inputs, const SweepOptions& options) {
+  if (options.tols.empty()) throw Error(Error::Kind::Usage, "a sweep needs at least one tolerance (--tol LO:HI:N or A,B,C)");
+  const auto kind = options.diff.rule.kind;
+  if (kind != ToleranceRule::Kind::Same && kind != ToleranceRule::Kind::Allclose)
+    throw Error(Error::Kind::Usage, fmt::format("--rule {}: a sweep varies --tol, which only the same and allclose rules use",
+                                                rule_name(options.diff.rule)));
+  for (double m : options.multipliers)
+    if (!(m > 0)) throw Error(Error::Kind::Usage, fmt::format("--multiplier {}: multipliers must be positive", m));
+  SweepResult s;
+  s.multipliers = options.multipliers.empty() ? std::vector<double>{0} : options.multipliers;
+
+  // One backend for the whole sweep, compiling each region once.
+  std::function<size_t()> compiles;
+  std::unique_ptr<Backend> backend =
+      make_caching_backend(make_backend(options.diff.compiled, program, options.diff.backend), &compiles);
+  DiffOptions once = options.diff;
+  once.keep_values = true;
+  once.localize.enabled = false;
+  auto start = std::chrono::steady_clock::now();
+  s.run = diff(program, inputs, once, *backend);
+  s.run_seconds = seconds_since(start);
+
+  start = std::chrono::steady_clock::now();
+  for (double multiplier : s.multipliers)
+    for (double tol : options.tols) {
+      const ToleranceRule rule = rule_at(options.diff.rule, tol, multiplier);
+      SweepPoint p;
+      p.tol = tol;
+      p.multiplier = multiplier;
+      for (const OutputVerdict& o : s.run.outputs) {
+        p.outputs.push_back(judge_output(o, rule));
+        if (!p.outputs.back().pass) ++p.failing_outputs;
+      }
+      for (const NodeError& n : s.run.nodes) {
+        bool local_fails = false, propagated_fails = false;
+        for (const ValueError& v : n.values) {
+          if (!v.compared || !v.fp64_value.defined()) continue;
+          if (v.compiled_local_value.defined() && !judge(v.compiled_local_value, v.local_value, v.fp64_value, rule).pass)
+            local_fails = true;
+          if (v.eager_value.is_floating_point() &&
+              !at::allclose(v.eager_value.to(at::kDouble), v.fp64_value.to(at::kDouble), tol, tol, /*equal_nan=*/true))
+            propagated_fails = true;
+        }
+        if (local_fails && p.first_diverging.empty()) p.first_diverging = n.name;
+        p.local_failures += local_fails;
+        p.propagated_failures += propagated_fails;
+      }
+      s.points.push_back(std::move(p));
+    }
+  for (const OutputVerdict& o : s.run.outputs) {
+    std::vector<std::optional<double>> per_multiplier;
+    for (double multiplier : s.multipliers)
+      per_multiplier.push_back(
+          smallest_passing([&](double tol) { return judge_output(o, rule_at(options.diff.rule, tol, multiplier)).pass; }));
+    s.min_passing_tol.push_back(std::move(per_multiplier));
+  }
+  s.judge_seconds = seconds_since(start);
+
+  if (options.localize && backend->compiles_regions()) {
+    start = std::chrono::steady_clock::now();
+    for (SweepPoint& p : s.points) {
+      if (!p.failing_outputs) continue;
+      DiffOptions at_point = options.diff;
+      at_point.rule = rule_at(options.diff.rule, p.tol, p.multiplier);
+      at_point.localize.enabled = true;
+      at_point.exploded = options.diff.exploded;  // a cached compile: its suspects guide the search
+      p.localization = diff(program, inputs, at_point, *backend).localization;
+    }
+    s.localize_seconds = seconds_since(start);
+  }
+  s.compiles = compiles();
+  return s;
+}
+
+}  // namespace pt2diff
