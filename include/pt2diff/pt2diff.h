@@ -23,3 +23,4 @@
 #include "pt2diff/inspect.h"
 #include "pt2diff/interpreter.h"
 #include "pt2diff/program.h"
+#include "pt2diff/sweep.h"
