@@ -127,13 +127,15 @@ std::vector<Tick> auto_ticks(const Axis& a) {
     const int l = static_cast<int>(std::lround(std::log10(a.lo))), h = static_cast<int>(std::lround(std::log10(a.hi)));
     const int decades = h - l;
     const int every = std::max(1, (decades + 9) / 10);
+    // Powers of ten for every label as soon as one decade would not read well as a plain number.
+    const bool powers = l < -3 || h > 4;
     for (int e = l; e <= h; ++e) {
       if ((e - l) % every != 0) {
         ticks.push_back({std::pow(10.0, e), "", e, false, false, ""});
         continue;
       }
       Tick t{std::pow(10.0, e), "", e, false, true, ""};
-      if (e >= -3 && e <= 4) t.label = fmt::format("{:g}", std::pow(10.0, e));
+      if (!powers) t.label = fmt::format("{:g}", std::pow(10.0, e));
       else t.power = true;
       ticks.push_back(t);
       if (decades <= 6 && e < h)
@@ -146,6 +148,9 @@ std::vector<Tick> auto_ticks(const Axis& a) {
     ticks.push_back({v, linear_label(v, step), 0, false, true, ""});
   return ticks;
 }
+
+/// A white outline under a label so that it reads over lines and grid.
+#define HALO " paint-order=\"stroke\" stroke=\"#ffffff\" stroke-width=\"3\" stroke-linejoin=\"round\""
 
 std::string f1(double v) { return fmt::format("{:.1f}", v); }
 
@@ -274,7 +279,7 @@ std::string svg_line_plot(const std::vector<PlotSeries>& series, const PlotOptio
     add(fmt::format("<rect class=\"band\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#ffcc80\" fill-opacity=\"0.45\"/>", f1(a),
                     f1(y.p1), f1(std::max(1.5, b - a)), f1(plot_h)));
     if (i < o.x_band_labels.size() && !o.x_band_labels[i].empty())
-      add(fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" fill=\"#8a4b00\">{}</text>", f1((a + b) / 2),
+      add(fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" fill=\"#8a4b00\"" HALO ">{}</text>", f1((a + b) / 2),
                       f1(y.p1 + 11), html_escape(o.x_band_labels[i])));
   }
 
@@ -314,7 +319,7 @@ std::string svg_line_plot(const std::vector<PlotSeries>& series, const PlotOptio
     add(fmt::format("<line class=\"h-line\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"1.2\" stroke-dasharray=\"5 4\"/>",
                     f1(x.p0), f1(py), f1(x.p1), f1(py), color));
     if (!l.label.empty())
-      add(fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"10\" fill=\"{}\">{}</text>", f1(x.p1 - 4), f1(py - 4), color,
+      add(fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"10\" fill=\"{}\"" HALO ">{}</text>", f1(x.p1 - 4), f1(py - 4), color,
                       html_escape(l.label)));
   }
   for (const PlotLine& l : o.v_lines) {
@@ -324,7 +329,7 @@ std::string svg_line_plot(const std::vector<PlotSeries>& series, const PlotOptio
     add(fmt::format("<line class=\"v-line\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"1.2\" stroke-dasharray=\"5 4\"/>",
                     f1(px), f1(y.p1), f1(px), f1(y.p0), color));
     if (!l.label.empty())
-      add(fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"{}\">{}</text>", f1(px + 4), f1(y.p1 + 11), color, html_escape(l.label)));
+      add(fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"{}\"" HALO ">{}</text>", f1(px + 4), f1(y.p1 + 11), color, html_escape(l.label)));
   }
 
   // Series: polylines broken where a point is skipped; a point with no drawn neighbour gets a dot.

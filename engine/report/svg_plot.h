@@ -22,7 +22,7 @@ struct PlotSeries {
   bool dashed = false;
   bool markers = false;  ///< a dot on every point (a point with no drawn neighbour always gets one)
   /// Optional, parallel to `points`: a hover text (SVG <title>) per point.
-  std::vector<std::string> point_titles;
+  std::vector<std::string> point_titles = {};
 };
 
 /// A horizontal (y = at) or vertical (x = at) reference line.
@@ -43,7 +43,7 @@ struct PlotOptions {
   std::vector<std::pair<double, double>> x_bands;  ///< highlighted x ranges [from, to]
   std::string id;                                  ///< the <svg id="..."> attribute
   /// Optional, parallel to `x_bands`: a label written at the top of each band.
-  std::vector<std::string> x_band_labels;
+  std::vector<std::string> x_band_labels = {};
 };
 
 /// A standalone <svg> element (no XML prolog) with axes, ticks (log decades when log), legend,
