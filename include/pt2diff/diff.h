@@ -124,6 +124,10 @@ std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, con
 
 /// The readable report.
 std::string to_text(const DiffResult& result);
+/// A few lines for a test failure or a log: each failing output with the rule's numbers, the culprit
+/// (nodes, ops, source lines, module paths, errors), each hint's finding, summary and suggestion, the
+/// repro command; or why the compiler failed. "agrees: ..." with the worst margin when nothing failed.
+std::string to_summary(const DiffResult& result);
 /// The report as JSON (docs/report.schema.json).
 std::string to_json(const DiffResult& result);
 

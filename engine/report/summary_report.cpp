@@ -1,0 +1,45 @@
+// engine/report/summary_report.cpp — the report in a few lines: what a failing test prints
+// (pt2diff/testing.h) and what fits a log line.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "pt2diff/diff.h"
+
+namespace pt2diff {
+
+std::string to_summary(const DiffResult& r) {
+  std::string out;
+  if (r.compiled_failed) {
+    for (const CompileRecord& c : r.compiles)
+      if (!c.ok) out += fmt::format("the {} compile failed ({}): {}\n", c.what, c.failure, c.message);
+  }
+  size_t failing = 0;
+  for (const OutputVerdict& o : r.outputs) {
+    if (o.verdict.pass) continue;
+    ++failing;
+    out += fmt::format("output {} diverges ({}): {}\n", o.name, o.verdict.reason, o.verdict.detail);
+  }
+  if (!failing && !r.compiled_failed) {
+    return fmt::format("agrees: {} output{} of {} pass rule {} (tol {:g}) with {}\n", r.outputs.size(), r.outputs.size() == 1 ? "" : "s",
+                       r.graph, rule_name(r.rule), r.rule.tol, r.compiled);
+  }
+  if (r.localization) {
+    const Localization& l = *r.localization;
+    const Culprit& c = l.culprit;
+    out += fmt::format("culprit ({}, {} compiles): {}\n", culprit_kind_name(c.kind), l.compiles, c.summary);
+    for (size_t i = 0; i < c.nodes.size(); ++i)
+      out += fmt::format("  {} ({}) at {}{}\n", c.nodes[i], c.ops[i], c.sources[i].empty() ? "no source line" : c.sources[i],
+                         c.module_paths[i].empty() ? "" : " [" + c.module_paths[i] + "]");
+    if (c.kind == Culprit::Kind::SingleOp || c.kind == Culprit::Kind::Window)
+      out += fmt::format("  {}: compiled RMSE to fp64 {:.3g}, eager {:.3g}\n", c.value, c.compiled_to_fp64.rmse, c.eager_to_fp64.rmse);
+    for (const Hint& h : l.hints) {
+      out += fmt::format("hint {} ({}): {}\n", h.kind, h.finding, h.summary);
+      if (!h.suggestion.empty()) out += fmt::format("  -> {}\n", h.suggestion);
+    }
+    if (l.repro && l.repro->ok) out += fmt::format("repro: {}\n", l.repro->command);
+  }
+  out += fmt::format("({} with {}, compiled = {}, rule {}, tol {:g})\n", r.graph, r.inputs, r.compiled, rule_name(r.rule), r.rule.tol);
+  return out;
+}
+
+}  // namespace pt2diff
