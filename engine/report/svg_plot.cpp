@@ -81,8 +81,9 @@ struct Axis {
   bool inside(double v) const { return usable(v, log) && v >= lo && v <= hi; }
 };
 
-/// The range the data (and reference lines) need; `tight` pads by 2% instead of rounding to nice steps.
-void fit(Axis& a, std::vector<double> values, bool tight) {
+/// The range the data (and reference lines) need; `tight` pads by 2% (at least `min_pad`) instead of
+/// rounding to nice steps.
+void fit(Axis& a, std::vector<double> values, bool tight, double min_pad = 0) {
   std::erase_if(values, [&](double v) { return !usable(v, a.log); });
   if (values.empty()) {
     a.lo = a.log ? 1 : 0;
@@ -103,7 +104,7 @@ void fit(Axis& a, std::vector<double> values, bool tight) {
     hi += pad;
   }
   if (tight) {
-    const double pad = (hi - lo) * 0.02;
+    const double pad = std::max((hi - lo) * 0.02, min_pad);
     a.lo = lo - pad;
     a.hi = hi + pad;
     return;
@@ -177,7 +178,19 @@ std::string svg_line_plot(const std::vector<PlotSeries>& series, const PlotOptio
   for (const PlotLine& l : o.v_lines) xs.push_back(l.at);
   for (const auto& [from, to] : o.x_bands) xs.push_back(from), xs.push_back(to);
   for (const auto& [at, label] : o.x_ticks) xs.push_back(at);
-  fit(x, xs, /*tight=*/!o.x_ticks.empty());
+  // Explicit ticks (categories such as node indexes): half a tick gap of room at both ends.
+  double half_gap = 0;
+  {
+    std::vector<double> at;
+    for (const auto& [v, label] : o.x_ticks)
+      if (usable(v, x.log)) at.push_back(v);
+    std::sort(at.begin(), at.end());
+    double gap = std::numeric_limits<double>::infinity();
+    for (size_t i = 1; i < at.size(); ++i)
+      if (at[i] > at[i - 1]) gap = std::min(gap, at[i] - at[i - 1]);
+    if (std::isfinite(gap)) half_gap = gap / 2;
+  }
+  fit(x, xs, /*tight=*/!o.x_ticks.empty(), half_gap);
   fit(y, ys, /*tight=*/false);
 
   std::vector<Tick> yt = auto_ticks(y);
