@@ -1,0 +1,789 @@
+// engine/report/html_report.cpp — the report as one self-contained HTML page (pt2diff/html.h).
+//
+// The same content as the text report, laid out for reading: run and verdicts first, then the
+// culprit, its hints, the error profile (svg_plot.h), the culprit's neighbourhood in the graph, the
+// probe log, the command to reproduce, and the per-node table. No script: the metric switch of the
+// error profile is two radio buttons and CSS.
+#include "pt2diff/html.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "engine/report/svg_plot.h"
+#include "pt2diff/graph.h"
+
+namespace pt2diff {
+
+namespace {
+
+// Series colours of the error profile: used nowhere else on the page (the browser test looks for them).
+constexpr const char* kCompiledColor = "#d6336c";
+constexpr const char* kEagerLocalColor = "#1c7ed6";
+constexpr const char* kPropagatedColor = "#2b8a3e";
+
+std::string esc(const std::string& s) { return html_escape(s); }
+
+std::string num(double v) {
+  if (v == 0) return "0";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (std::isnan(v)) return "nan";
+  return fmt::format("{:.2e}", v);
+}
+std::string ulp(double v) { return std::isinf(v) ? "inf" : std::isnan(v) ? "nan" : fmt::format("{:.1f}", v); }
+std::string full(double v) { return fmt::format("{:.9g}", v); }
+
+/// A number in a table cell, with its full precision as hover text.
+std::string num_cell(double v, const std::string& shown) { return fmt::format("<td class=\"n\" title=\"{}\">{}</td>", full(v), shown); }
+
+/// "torch.ops.aten.bmm.default" and "aten.bmm.default" → "aten.bmm"; other overloads stay.
+std::string short_op(std::string target) {
+  if (target.rfind("torch.ops.", 0) == 0) target = target.substr(10);
+  const std::string suffix = ".default";
+  if (target.size() > suffix.size() && target.compare(target.size() - suffix.size(), suffix.size(), suffix) == 0)
+    target.resize(target.size() - suffix.size());
+  return target;
+}
+
+std::string anchor(const std::string& node) { return "node-" + esc(node); }
+std::string node_link(const std::string& node) { return fmt::format("<a class=\"mono\" href=\"#{}\">{}</a>", anchor(node), esc(node)); }
+
+std::string badge(bool pass) { return pass ? "<span class=\"badge pass\">PASS</span>" : "<span class=\"badge fail\">FAIL</span>"; }
+
+/// Whether the node defines a value compared as floating point (the others have no error to plot).
+bool has_floating(const NodeError& n) {
+  return std::any_of(n.values.begin(), n.values.end(), [](const ValueError& v) { return v.compared && !v.local.exact_kind; });
+}
+
+/// The worst of a metric over a node's compared floating values; NaN when it has none.
+template <class Get>
+double worst(const NodeError& n, Get get) {
+  double w = std::nan("");
+  for (const ValueError& v : n.values) {
+    if (!v.compared || v.local.exact_kind) continue;
+    const double x = get(v);
+    if (std::isnan(x)) continue;
+    w = std::isnan(w) ? x : std::max(w, x);
+  }
+  return w;
+}
+
+const char* kCss = R"CSS(
+:root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--soft:#eef1f4;--bg:#f5f7f9;--card:#fff;--bad:#b42318;--bad-bg:#fdecea;
+--good:#1e6b35;--good-bg:#e6f4ea;--warn:#8a5300;--warn-bg:#fff4d6;--accent:#0b57a4}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;color:var(--fg);background:var(--bg)}
+code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace;font-size:12.5px}
+a{color:var(--accent);text-decoration:none}a:hover{text-decoration:underline}
+.wrap{max-width:1200px;margin:0 auto;padding:0 24px}
+header.top{background:var(--card);border-bottom:1px solid var(--line);padding:18px 0 0}
+.brand{color:var(--muted);font-size:12px;letter-spacing:.08em;text-transform:uppercase;font-weight:600}
+h1{font-size:21px;margin:4px 0 14px;display:flex;align-items:center;gap:12px;flex-wrap:wrap;font-weight:600}
+h1 code{font-size:17px;overflow-wrap:anywhere}
+.verdict{font-size:13px;font-weight:700;padding:3px 12px;border-radius:999px;letter-spacing:.05em;white-space:nowrap}
+.v-diverged,.v-failed{background:var(--bad-bg);color:var(--bad);border:1px solid #f3b8b1}
+.v-agree{background:var(--good-bg);color:var(--good);border:1px solid #a8d8b5}
+dl.facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(250px,1fr));gap:8px 28px;margin:0 0 16px}
+dl.facts dt{color:var(--muted);font-size:12px}dl.facts dd{margin:0;overflow-wrap:anywhere}
+nav{display:flex;gap:20px;flex-wrap:wrap;border-top:1px solid var(--soft);padding:9px 0;font-size:13px}
+nav a{color:var(--muted)}
+section{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:18px 22px;margin:18px 0}
+h2{font-size:17px;margin:0 0 12px;font-weight:600}
+h3{font-size:14px;margin:18px 0 8px;font-weight:600}
+p{margin:6px 0}
+table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:5px 10px;border-bottom:1px solid var(--soft);vertical-align:baseline}
+th{font-size:12px;color:var(--muted);font-weight:600;background:#fafbfc;white-space:nowrap}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.brk{overflow-wrap:anywhere}
+tbody tr:hover td{background:#f7f9fb}
+tr.is-culprit td{background:#fdf1f0}tr.is-culprit:hover td{background:#fbe5e3}
+.table-scroll{overflow-x:auto}
+.badge{display:inline-block;font-size:11.5px;font-weight:700;padding:1px 8px;border-radius:4px;letter-spacing:.03em}
+.badge.pass{background:var(--good-bg);color:var(--good)}.badge.fail{background:var(--bad-bg);color:var(--bad)}
+.badge.kind{background:#eae6fb;color:#4b2e9e}.badge.flaky,.badge.inconclusive{background:var(--warn-bg);color:var(--warn)}
+.chip{display:inline-block;font-size:12px;padding:1px 9px;border-radius:999px;background:var(--soft);color:#374151}
+.tag{display:inline-block;font-size:11px;padding:0 6px;border-radius:4px;background:#fff1dc;color:#8a4b00;margin-left:6px}
+.lead{font-size:15px;margin:4px 0 14px}
+.grid2{display:grid;grid-template-columns:minmax(0,1.5fr) minmax(0,1fr);gap:22px}
+@media (max-width:900px){.grid2{grid-template-columns:1fr}}
+dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;margin:0}
+dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;overflow-wrap:anywhere}
+.hint{border:1px solid var(--line);border-left:4px solid var(--accent);border-radius:8px;padding:12px 16px;margin:12px 0}
+.hint-head{display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin-bottom:6px}
+.hint .summary{font-size:14.5px}
+.suggestion{background:#eef5fd;border-radius:6px;padding:8px 12px;margin:10px 0}
+.suggestion .arrow{color:var(--accent);font-weight:700}
+ul.notes{margin:6px 0;padding-left:20px}ul.notes li{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+table.evidence{width:auto;min-width:420px}
+table.evidence td:first-child{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+.bar{display:inline-block;height:8px;border-radius:2px;background:#9db7d5;vertical-align:middle}
+pre.cmd{background:#0f1720;color:#e8edf2;padding:12px 16px;border-radius:8px;overflow-x:auto;white-space:pre-wrap;word-break:break-all;margin:8px 0}
+.figure{overflow-x:auto}
+.figure svg{max-width:100%;height:auto;display:block}
+.figure.natural svg{max-width:none;margin:0 auto}
+.caption{color:var(--muted);font-size:12.5px;margin-top:6px}
+.muted{color:var(--muted)}
+details>summary{cursor:pointer;font-weight:600;margin:6px 0 10px}
+.tabs>input{position:absolute;opacity:0;pointer-events:none}
+.tabs>label{display:inline-block;padding:4px 12px;border:1px solid var(--line);border-radius:6px;margin:0 6px 10px 0;cursor:pointer;font-size:13px;color:var(--muted)}
+.tabs>.panel{display:none}
+#metric-ulp:checked~.panel-ulp,#metric-rel:checked~.panel-rel{display:block}
+#metric-ulp:checked+label,#metric-rel:checked+label{background:var(--fg);color:#fff;border-color:var(--fg)}
+.tabs>input:focus-visible+label{outline:2px solid var(--accent)}
+.legend{display:flex;gap:18px;flex-wrap:wrap;font-size:12.5px;color:var(--muted);margin-top:8px}
+.legend i{display:inline-block;width:14px;height:10px;border-radius:3px;margin-right:6px;vertical-align:-1px;border:1.5px solid}
+footer{color:var(--muted);font-size:12px;padding:8px 0 30px}
+)CSS";
+
+// --- sections ------------------------------------------------------------------------------------
+
+std::string device_of(const DiffResult& r, const HtmlOptions& o) {
+  if (!o.device.empty()) return o.device;
+  const auto open = r.compiled.rfind('('), close = r.compiled.rfind(')');
+  if (open != std::string::npos && close != std::string::npos && close > open) return r.compiled.substr(open + 1, close - open - 1);
+  return "";
+}
+
+std::string header(const DiffResult& r, const HtmlOptions& o, bool graph_failed, bool has_localization) {
+  const char* verdict = graph_failed ? "COMPILER FAILED" : r.diverged ? "DIVERGED" : "AGREE";
+  const char* vclass = graph_failed ? "v-failed" : r.diverged ? "v-diverged" : "v-agree";
+  std::string h = "<header class=\"top\"><div class=\"wrap\">\n<div class=\"brand\">pt2diff report</div>\n";
+  h += fmt::format("<h1><span class=\"verdict {}\">{}</span><code>{}</code></h1>\n", vclass, verdict, esc(r.graph));
+  auto fact = [&](const std::string& k, const std::string& v) { h += fmt::format("<div><dt>{}</dt><dd>{}</dd></div>", k, v); };
+  h += "<dl class=\"facts\">";
+  fact("graph", "<code>" + esc(r.graph) + "</code>");
+  fact("inputs", "<code>" + esc(r.inputs) + "</code>");
+  fact("compiled", "<code>" + esc(r.compiled) + "</code>");
+  const std::string device = device_of(r, o);
+  fact("device", device.empty() ? "<span class=\"muted\">not recorded</span>" : "<code>" + esc(device) + "</code>");
+  fact("reference", "fp64 (op by op)");
+  std::string rule = "<code>" + esc(rule_name(r.rule)) + "</code>";
+  if (r.rule.kind == ToleranceRule::Kind::Same)
+    rule += fmt::format(" <span class=\"muted\">(RMSE multipliers {:g} fp32, {:g} low precision)</span>", r.rule.fp32_multiplier,
+                        r.rule.low_precision_multiplier);
+  fact("rule", rule);
+  fact("tol", fmt::format("<code>{:g}</code>", r.rule.tol));
+  const size_t failing = std::count_if(r.outputs.begin(), r.outputs.end(), [](const OutputVerdict& v) { return !v.verdict.pass; });
+  fact("outcome", fmt::format("{} of {} outputs fail &middot; {} nodes &middot; {:.2f} s", failing, r.outputs.size(), r.nodes.size(), r.seconds));
+  h += "</dl>\n<nav><a href=\"#outputs\">Outputs</a>";
+  if (has_localization) h += "<a href=\"#culprit\">Culprit</a><a href=\"#reproduce\">Reproduce</a><a href=\"#hints\">Hints</a>";
+  h += "<a href=\"#profile\">Error profile</a>";
+  if (has_localization && o.program) h += "<a href=\"#neighbourhood\">Neighbourhood</a>";
+  if (has_localization) h += "<a href=\"#probes\">Probes</a>";
+  else h += "<a href=\"#reproduce\">Reproduce</a>";
+  h += "<a href=\"#nodes\">Nodes</a></nav>\n</div></header>\n";
+  return h;
+}
+
+std::string outputs_section(const DiffResult& r) {
+  std::string s = "<section id=\"outputs\"><h2>Outputs</h2>\n";
+  s += "<p class=\"muted\">Compiled against eager, with fp64 as the referee; RMSE and max ULP are distances to fp64.</p>\n";
+  s += "<div class=\"table-scroll\"><table><thead><tr><th></th><th>output</th><th>role</th><th>reason</th><th class=\"n\">compiled RMSE</th>"
+       "<th class=\"n\">eager RMSE</th><th class=\"n\">max ulp compiled</th><th class=\"n\">max ulp eager</th><th>detail</th></tr></thead><tbody>\n";
+  for (const OutputVerdict& o : r.outputs) {
+    const bool no_value = o.verdict.reason == "no_compiled_value";
+    s += fmt::format("<tr><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"mono\">{}</td>", badge(o.verdict.pass), esc(o.name),
+                     esc(o.role), esc(o.verdict.reason));
+    s += no_value ? "<td class=\"n muted\">&ndash;</td>" : num_cell(o.compiled_to_fp64.rmse, num(o.compiled_to_fp64.rmse));
+    s += num_cell(o.eager_to_fp64.rmse, num(o.eager_to_fp64.rmse));
+    s += no_value ? "<td class=\"n muted\">&ndash;</td>" : num_cell(o.compiled_to_fp64.max_ulp, ulp(o.compiled_to_fp64.max_ulp));
+    s += num_cell(o.eager_to_fp64.max_ulp, ulp(o.eager_to_fp64.max_ulp));
+    s += fmt::format("<td class=\"brk\">{}</td></tr>\n", no_value ? "no compiled value" : esc(o.verdict.detail));
+  }
+  s += "</tbody></table></div>\n";
+  if (!r.compiles.empty()) {
+    s += "<h3>Compiles</h3><div class=\"table-scroll\"><table><thead><tr><th>what</th><th class=\"n\">nodes</th><th>status</th>"
+         "<th class=\"n\">compile</th><th class=\"n\">run</th><th>message</th></tr></thead><tbody>\n";
+    for (const CompileRecord& c : r.compiles)
+      s += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{:.2f} s</td><td class=\"n\">{:.2f} ms</td><td class=\"brk\">{}</td></tr>\n",
+                       esc(c.what), c.nodes, c.ok ? "<span class=\"badge pass\">ok</span>" : "<span class=\"badge fail\">" + esc(c.failure) + "</span>",
+                       c.compile_seconds, c.run_seconds * 1e3, esc(c.message));
+    s += "</tbody></table></div>\n";
+  }
+  return s + "</section>\n";
+}
+
+std::string culprit_section(const Localization& l, const std::string& reproduce) {
+  const Culprit& c = l.culprit;
+  const bool named = c.kind == Culprit::Kind::SingleOp || c.kind == Culprit::Kind::Window;
+  const char* kind = culprit_kind_name(c.kind);
+  std::string s = "<section id=\"culprit\"><h2>Culprit</h2>\n";
+  s += fmt::format("<p class=\"lead\"><span class=\"badge {}\">{}</span> {}</p>\n", named ? "kind" : kind, esc(kind), esc(c.summary));
+  if (!c.nodes.empty()) {
+    s += "<div class=\"table-scroll\"><table><thead><tr><th>node</th><th>op</th><th>source</th><th>module</th></tr></thead><tbody>\n";
+    for (size_t i = 0; i < c.nodes.size(); ++i)
+      s += fmt::format("<tr class=\"is-culprit\"><td>{}</td><td class=\"mono\">{}</td><td class=\"mono brk\">{}</td><td class=\"mono\">{}</td></tr>\n",
+                       node_link(c.nodes[i]), i < c.ops.size() ? esc(c.ops[i]) : "", i < c.sources.size() ? esc(c.sources[i]) : "",
+                       i < c.module_paths.size() ? esc(c.module_paths[i]) : "");
+    s += "</tbody></table></div>\n";
+  }
+  s += "<div class=\"grid2\" style=\"margin-top:14px\"><div>\n<h3 style=\"margin-top:0\">The numbers</h3><dl class=\"kv\">";
+  auto kv = [&](const std::string& k, const std::string& v) { s += fmt::format("<dt>{}</dt><dd>{}</dd>", k, v); };
+  if (named) {
+    kv("value judged", "<code>" + esc(c.value) + "</code> (window fed with fp64-exact inputs)");
+    kv("compiled RMSE to fp64", fmt::format("<span title=\"{}\">{}</span>", full(c.compiled_to_fp64.rmse), num(c.compiled_to_fp64.rmse)));
+    kv("eager RMSE to fp64", fmt::format("<span title=\"{}\">{}</span>", full(c.eager_to_fp64.rmse), num(c.eager_to_fp64.rmse)));
+    if (c.eager_to_fp64.rmse > 0 && std::isfinite(c.compiled_to_fp64.rmse))
+      kv("ratio", fmt::format("{:.3g}&times;", c.compiled_to_fp64.rmse / c.eager_to_fp64.rmse));
+    kv("max ulp compiled / eager", fmt::format("{} / {}", ulp(c.compiled_to_fp64.max_ulp), ulp(c.eager_to_fp64.max_ulp)));
+    kv("verdict", fmt::format("{} <code>{}</code><br><span class=\"muted\">{}</span>", badge(c.verdict.pass), esc(c.verdict.reason),
+                              esc(c.verdict.detail)));
+  }
+  std::string failing;
+  for (const std::string& o : l.failing_outputs) failing += (failing.empty() ? "" : ", ") + ("<code>" + esc(o) + "</code>");
+  kv("failing outputs", failing.empty() ? "&ndash;" : failing);
+  kv("search", fmt::format("cone of {} nodes, {} compiles (budget {}), {:.2f} s", l.cone_size, l.compiles, l.budget, l.seconds));
+  if (!l.exploded_suspects.empty()) {
+    std::string sus;
+    for (const std::string& n : l.exploded_suspects) sus += (sus.empty() ? "" : ", ") + node_link(n);
+    kv("exploded compile flagged", sus + fmt::format(" <span class=\"muted\">({})</span>",
+                                                     l.exploded_agrees ? "agrees with the bisection" : "the bisection found otherwise"));
+  }
+  s += "</dl></div>\n<div id=\"reproduce\">" + reproduce + "</div></div>\n";
+  return s + "</section>\n";
+}
+
+std::string hints_section(const Localization& l) {
+  std::string s = "<section id=\"hints\"><h2>Hints</h2>\n";
+  if (l.hints.empty()) {
+    s += "<p class=\"muted\">No hints: they are computed for a named culprit (a single op or a window).</p>";
+    return s + "</section>\n";
+  }
+  s += "<p class=\"muted\">Each hint comes from an experiment on the culprit window, fed with the fp64 values of its inputs rounded to their dtypes.</p>\n";
+  for (const Hint& h : l.hints) {
+    s += "<article class=\"hint\"><div class=\"hint-head\">";
+    s += fmt::format("<span class=\"badge kind\">{}</span><span class=\"chip mono\">{}</span></div>\n", esc(h.kind), esc(h.finding));
+    s += fmt::format("<p class=\"summary\">{}</p>\n", esc(h.summary));
+    if (!h.suggestion.empty()) s += fmt::format("<div class=\"suggestion\"><span class=\"arrow\">&rarr;</span> {}</div>\n", esc(h.suggestion));
+    if (!h.notes.empty()) {
+      constexpr size_t kShown = 8;
+      s += "<ul class=\"notes\">";
+      for (size_t i = 0; i < h.notes.size() && i < kShown; ++i) s += "<li>" + esc(h.notes[i]) + "</li>";
+      s += "</ul>\n";
+      if (h.notes.size() > kShown) {
+        s += fmt::format("<details><summary>{} more notes</summary><ul class=\"notes\">", h.notes.size() - kShown);
+        for (size_t i = kShown; i < h.notes.size(); ++i) s += "<li>" + esc(h.notes[i]) + "</li>";
+        s += "</ul></details>\n";
+      }
+    }
+    if (!h.evidence.empty()) {
+      // RMSE-like numbers get a bar on a log scale shared within the hint, so their ratios show.
+      double lo = std::numeric_limits<double>::infinity(), hi = 0;
+      for (const auto& [name, v] : h.evidence)
+        if (name.rfind("rmse", 0) == 0 && v > 0 && std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+      const bool bars = hi > 0 && lo < hi;
+      s += "<table class=\"evidence\"><thead><tr><th>evidence</th><th class=\"n\">value</th>";
+      s += bars ? "<th>log scale</th>" : "";
+      s += "</tr></thead><tbody>\n";
+      for (const auto& [name, v] : h.evidence) {
+        s += fmt::format("<tr><td>{}</td>{}", esc(name), num_cell(v, std::abs(v) >= 1e4 || (v != 0 && std::abs(v) < 1e-2) ? num(v) : fmt::format("{:.4g}", v)));
+        if (bars) {
+          const bool barred = name.rfind("rmse", 0) == 0 && v > 0 && std::isfinite(v);
+          const double lo_edge = std::log10(lo) - 0.5;
+          const double width = barred ? 6 + 194 * (std::log10(v) - lo_edge) / (std::log10(hi) - lo_edge) : 0;
+          s += barred ? fmt::format("<td><span class=\"bar\" style=\"width:{:.0f}px\"></span></td>", width)
+                      : (name.rfind("rmse", 0) == 0 ? "<td class=\"muted\">0</td>" : "<td></td>");
+        }
+        s += "</tr>\n";
+      }
+      s += "</tbody></table>\n";
+    }
+    s += "</article>\n";
+  }
+  return s + "</section>\n";
+}
+
+std::string profile_section(const DiffResult& r, const std::set<std::string>& culprit) {
+  std::string s = "<section id=\"profile\"><h2>Error profile</h2>\n";
+  if (r.nodes.empty()) return s + "<p class=\"muted\">The graph has no nodes.</p></section>\n";
+  bool any_compiled = false;
+  for (const NodeError& n : r.nodes) any_compiled = any_compiled || n.compiled_local_ulp >= 0;
+
+  struct Metric {
+    std::string id, label, axis;
+    std::function<double(const NodeError&)> compiled, local, propagated;
+  };
+  const std::vector<Metric> metrics = {
+      {"error-profile", "max ulp", "max error (ulp, log scale)",
+       [](const NodeError& n) { return n.compiled_local_ulp >= 0 ? n.compiled_local_ulp : std::nan(""); },
+       [](const NodeError& n) { return has_floating(n) ? n.local_ulp : std::nan(""); },
+       [](const NodeError& n) { return worst(n, [](const ValueError& v) { return v.propagated.max_ulp; }); }},
+      {"error-profile-rel", "max relative error", "max relative error (log scale)",
+       [](const NodeError& n) {
+         return worst(n, [](const ValueError& v) { return v.has_compiled_local ? v.compiled_local.max_rel : std::nan(""); });
+       },
+       [](const NodeError& n) { return worst(n, [](const ValueError& v) { return v.local.max_rel; }); },
+       [](const NodeError& n) { return worst(n, [](const ValueError& v) { return v.propagated.max_rel; }); }},
+  };
+
+  s += "<div class=\"tabs\">\n";
+  for (size_t m = 0; m < metrics.size(); ++m)
+    s += fmt::format("<input type=\"radio\" name=\"metric\" id=\"{0}\"{1}><label for=\"{0}\">{2}</label>\n", m == 0 ? "metric-ulp" : "metric-rel",
+                     m == 0 ? " checked" : "", metrics[m].label);
+  for (size_t m = 0; m < metrics.size(); ++m) {
+    const Metric& metric = metrics[m];
+    PlotSeries compiled{"compiled local", kCompiledColor, {}, false, true};
+    PlotSeries local{"eager local", kEagerLocalColor, {}, false, true};
+    PlotSeries propagated{"eager propagated", kPropagatedColor, {}, true, false};
+    PlotOptions o;
+    o.id = metric.id;
+    o.title = "Error per node, in graph order";
+    o.x_label = "node (graph order)";
+    o.y_label = metric.axis;
+    o.log_y = true;
+    o.width = 1130;
+    o.height = 420;
+    // The culprit band: 0.9 node wide, at most about 24 px of a 1000 px plot.
+    const double half_band = std::min(0.45, 12.0 * static_cast<double>(r.nodes.size()) / 1000);
+    for (size_t i = 0; i < r.nodes.size(); ++i) {
+      const NodeError& n = r.nodes[i];
+      const double x = static_cast<double>(i);
+      const double c = metric.compiled(n), e = metric.local(n), p = metric.propagated(n);
+      auto fmt_v = [&](double v) { return std::isnan(v) ? std::string("n/a") : m == 0 ? ulp(v) + " ulp" : num(v); };
+      const std::string where = fmt::format("#{} {} ({})", i, n.name, short_op(n.target));
+      compiled.points.emplace_back(x, c);
+      compiled.point_titles.push_back(fmt::format("{}: compiled local {}", where, fmt_v(c)));
+      local.points.emplace_back(x, e);
+      local.point_titles.push_back(fmt::format("{}: eager local {}", where, fmt_v(e)));
+      propagated.points.emplace_back(x, p);
+      propagated.point_titles.push_back(fmt::format("{}: eager propagated {}", where, fmt_v(p)));
+      o.x_ticks.emplace_back(x, n.name);
+      if (culprit.count(n.name)) {
+        o.x_bands.emplace_back(x - half_band, x + half_band);
+        o.x_band_labels.push_back(o.x_band_labels.empty() ? "culprit" : "");
+      }
+    }
+    if (m == 0) {
+      o.h_lines.push_back({"0.5 ulp: correctly rounded", 0.5, "#7048e8"});
+      if (r.rule.kind == ToleranceRule::Kind::Ulp) o.h_lines.push_back({fmt::format("rule: {:g} ulp", r.rule.max_ulp), r.rule.max_ulp, "#e8590c"});
+    } else if (r.rule.kind == ToleranceRule::Kind::Same || r.rule.kind == ToleranceRule::Kind::Allclose) {
+      o.h_lines.push_back({fmt::format("tol {:g} (allclose rtol)", r.rule.tol), r.rule.tol, "#e8590c"});
+    }
+    std::vector<PlotSeries> series;
+    if (any_compiled) series.push_back(compiled);
+    series.push_back(local);
+    series.push_back(propagated);
+    s += fmt::format("<div class=\"panel panel-{}\"><div class=\"figure\">\n{}</div></div>\n", m == 0 ? "ulp" : "rel", svg_line_plot(series, o));
+  }
+  s += "</div>\n<p class=\"caption\">Local: the node alone, fed with the fp64 values of its inputs rounded to its dtypes "
+       "(compiled local: the same through the exploded compile). Propagated: the eager run from the graph inputs. "
+       "Each node's worst value, in ulp of its working precision (the coarsest floating dtype among its inputs and outputs) or "
+       "relative to fp64; exact results (0) have no point on the log scale. Where the compiled local error equals the eager one, "
+       "the eager point covers it. ";
+  if (!any_compiled) s += "No compiled local error: the exploded compile did not run. ";
+  s += "Hover a point for its node.</p>\n";
+  return s + "</section>\n";
+}
+
+// --- the DAG neighbourhood ---------------------------------------------------------------------------
+
+struct DagItem {
+  bool is_input = false;  // a graph input value (placeholder), not a node
+  bool dummy = false;     // a bend of an edge that spans several layers (keeps boxes out of its way)
+  int32_t id = 0;         // NodeId, or ValueId for inputs
+  int hop = 0;            // distance from the culprit
+  int layer = 0;
+  double order = 0;       // position within the layer
+  double x = 0, y = 0;
+};
+
+std::string dag_section(const DiffResult& r, const Program& program) {
+  const Localization& l = *r.localization;
+  const Graph& g = program.ir.graph;
+  std::string s = "<section id=\"neighbourhood\"><h2>Neighbourhood of the culprit</h2>\n";
+  std::map<std::string, NodeId> by_name;
+  for (const Node& n : g.nodes()) by_name[n.name] = n.id;
+  std::set<NodeId> culprit;
+  for (const std::string& name : l.culprit.nodes)
+    if (auto it = by_name.find(name); it != by_name.end()) culprit.insert(it->second);
+  if (culprit.empty()) return s + "<p class=\"muted\">No culprit node to draw.</p></section>\n";
+  const std::set<std::string> suspects(l.exploded_suspects.begin(), l.exploded_suspects.end());
+  std::map<std::string, const NodeError*> errors;
+  for (const NodeError& n : r.nodes) errors[n.name] = &n;
+
+  // Producers and consumers up to `hops` away; graph inputs count as a hop on the producer side.
+  auto collect = [&](int hops, std::map<NodeId, int>& nodes, std::map<ValueId, int>& inputs) {
+    nodes.clear();
+    inputs.clear();
+    for (NodeId c : culprit) nodes[c] = 0;
+    std::vector<NodeId> frontier(culprit.begin(), culprit.end());
+    for (int hop = 1; hop <= hops; ++hop) {
+      std::vector<NodeId> next;
+      for (NodeId n : frontier)
+        for (ValueId v : g.node(n).input_values()) {
+          const NodeId p = g.value(v).producer;
+          if (p == kGraphInput) {
+            if (g.value(v).kind == ValueKind::Tensor && !inputs.count(v)) inputs[v] = hop;
+          } else if (!nodes.count(p)) {
+            nodes[p] = -hop;
+            next.push_back(p);
+          }
+        }
+      frontier = next;
+    }
+    frontier.assign(culprit.begin(), culprit.end());
+    for (int hop = 1; hop <= hops; ++hop) {
+      std::vector<NodeId> next;
+      for (NodeId n : frontier)
+        for (ValueId v : g.node(n).output_values())
+          for (NodeId u : g.value(v).users)
+            if (!nodes.count(u)) nodes[u] = hop, next.push_back(u);
+      frontier = next;
+    }
+  };
+  std::map<NodeId, int> nodes;
+  std::map<ValueId, int> inputs;
+  int hops = 2;
+  collect(hops, nodes, inputs);
+  constexpr size_t kMaxItems = 40;
+  if (nodes.size() + inputs.size() > kMaxItems) collect(hops = 1, nodes, inputs);
+
+  // Items, in topological order: graph inputs, then nodes by id.
+  std::vector<DagItem> items;
+  std::map<ValueId, size_t> input_item;
+  std::map<NodeId, size_t> node_item;
+  for (const auto& [v, hop] : inputs) input_item[v] = items.size(), items.push_back({.is_input = true, .id = v, .hop = hop});
+  for (const auto& [n, hop] : nodes) node_item[n] = items.size(), items.push_back({.is_input = false, .id = n, .hop = hop});
+
+  // Edges: every value flowing between two drawn items.
+  struct Edge {
+    size_t from, to;
+    ValueId value;
+    std::vector<size_t> via = {};  // dummy items, one per layer crossed
+  };
+  std::vector<Edge> edges;
+  for (const auto& [n, index] : node_item)
+    for (ValueId v : g.node(n).input_values()) {
+      const NodeId p = g.value(v).producer;
+      if (p == kGraphInput) {
+        if (auto it = input_item.find(v); it != input_item.end()) edges.push_back({it->second, index, v});
+      } else if (auto it = node_item.find(p); it != node_item.end()) {
+        edges.push_back({it->second, index, v});
+      }
+    }
+
+  // Layers: longest path from the top among drawn items; a graph input sits just above its first consumer.
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].is_input) continue;
+    int layer = 0;
+    for (const Edge& e : edges)
+      if (e.to == i && !items[e.from].is_input) layer = std::max(layer, items[e.from].layer + 1);
+    items[i].layer = layer;
+  }
+  bool shift = false;
+  for (auto& [v, index] : input_item) {
+    int layer = 1 << 20;
+    for (const Edge& e : edges)
+      if (e.from == index) layer = std::min(layer, items[e.to].layer - 1);
+    items[index].layer = layer;
+    shift = shift || layer < 0;
+  }
+  if (shift)
+    for (DagItem& it : items) ++it.layer;
+  int layers = 0;
+  for (const DagItem& it : items) layers = std::max(layers, it.layer + 1);
+  // An edge spanning several layers gets a dummy item in each layer it crosses (Sugiyama): the ordering
+  // below places it like a node, so the edge runs between boxes instead of through them.
+  std::vector<std::pair<size_t, size_t>> segments;  // consecutive layers only
+  for (Edge& e : edges) {
+    size_t prev = e.from;
+    for (int layer = items[e.from].layer + 1; layer < items[e.to].layer; ++layer) {
+      DagItem d;
+      d.dummy = true;
+      d.layer = layer;
+      e.via.push_back(items.size());
+      items.push_back(d);
+      segments.emplace_back(prev, items.size() - 1);
+      prev = items.size() - 1;
+    }
+    segments.emplace_back(prev, e.to);
+  }
+  std::vector<std::vector<size_t>> by_layer(static_cast<size_t>(layers));
+  for (size_t i = 0; i < items.size(); ++i) by_layer[static_cast<size_t>(items[i].layer)].push_back(i);
+  for (auto& row : by_layer)
+    for (size_t k = 0; k < row.size(); ++k) items[row[k]].order = static_cast<double>(k);
+  // Two sweeps of barycentres (down, then up) to uncross edges.
+  auto sweep = [&](bool down) {
+    for (int li = down ? 1 : layers - 2; down ? li < layers : li >= 0; li += down ? 1 : -1) {
+      auto& row = by_layer[static_cast<size_t>(li)];
+      std::map<size_t, double> bary;
+      for (size_t i : row) {
+        double sum = 0;
+        int count = 0;
+        for (const auto& [from, to] : segments) {
+          const size_t other = down ? from : to, self = down ? to : from;
+          if (self == i) sum += items[other].order, ++count;
+        }
+        bary[i] = count ? sum / count : items[i].order;
+      }
+      std::stable_sort(row.begin(), row.end(), [&](size_t a, size_t b) { return bary[a] < bary[b]; });
+      for (size_t k = 0; k < row.size(); ++k) items[row[k]].order = static_cast<double>(k);
+    }
+  };
+  sweep(true);
+  sweep(false);
+  sweep(true);
+
+  constexpr double kW = 200, kH = 56, kGapX = 22, kGapY = 46, kPad = 16, kDummyW = 12;
+  auto item_w = [&](const DagItem& it) { return it.dummy ? kDummyW : kW; };
+  auto row_width = [&](const std::vector<size_t>& row) {
+    double w = 0;
+    for (size_t i : row) w += item_w(items[i]);
+    return w + kGapX * static_cast<double>(row.empty() ? 0 : row.size() - 1);
+  };
+  double widest = 0;
+  for (const auto& row : by_layer) widest = std::max(widest, row_width(row));
+  const double width = std::max(480.0, widest + 2 * kPad);
+  const double height = static_cast<double>(layers) * (kH + kGapY) - kGapY + 2 * kPad;
+  for (const auto& row : by_layer) {
+    double x = (width - row_width(row)) / 2;
+    for (size_t i : row) {
+      items[i].x = x;
+      items[i].y = kPad + items[i].layer * (kH + kGapY);
+      x += item_w(items[i]) + kGapX;
+    }
+  }
+
+  auto clip = [](const std::string& t, size_t n) { return t.size() <= n ? t : t.substr(0, n - 1) + "\u2026"; };
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"culprit-dag\" width=\"{0:.0f}\" height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} {1:.0f}\" role=\"img\" "
+      "font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif\" font-size=\"11\">\n"
+      "<title>The culprit with its producers and consumers up to {2} hops</title>\n"
+      "<defs><marker id=\"dag-arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">"
+      "<path d=\"M0 0L10 5L0 10z\" fill=\"#8c959f\"/></marker>"
+      "<marker id=\"dag-arrow-hot\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">"
+      "<path d=\"M0 0L10 5L0 10z\" fill=\"#b42318\"/></marker></defs>\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n",
+      width, height, hops);
+  for (const Edge& e : edges) {
+    const DagItem &a = items[e.from], &b = items[e.to];
+    // Down through each dummy (straight), a curve between layers.
+    std::string d = fmt::format("M{:.1f} {:.1f}", a.x + kW / 2, a.y + kH);
+    double cx = a.x + kW / 2, cy = a.y + kH;
+    auto curve_to = [&](double x2, double y2) {
+      const double dy = (y2 - cy) / 2;
+      d += fmt::format("C{:.1f} {:.1f} {:.1f} {:.1f} {:.1f} {:.1f}", cx, cy + dy, x2, y2 - dy, x2, y2);
+      cx = x2;
+      cy = y2;
+    };
+    for (size_t v : e.via) {
+      const DagItem& dummy = items[v];
+      curve_to(dummy.x + kDummyW / 2, dummy.y);
+      d += fmt::format("L{:.1f} {:.1f}", cx, dummy.y + kH);
+      cy = dummy.y + kH;
+    }
+    curve_to(b.x + kW / 2, b.y - 1);
+    const bool hot = (!a.is_input && culprit.count(a.id)) || culprit.count(b.id);
+    const Value& v = g.value(e.value);
+    const std::string title = v.meta ? fmt::format("{}: {}{}", v.name, dtype_name(v.meta->dtype), v.meta->shape_str()) : v.name;
+    svg += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" marker-end=\"url(#{})\"><title>{}</title></path>\n", d,
+                       hot ? "#b42318" : "#8c959f", hot ? 1.6 : 1.2, hot ? "dag-arrow-hot" : "dag-arrow", esc(title));
+  }
+  std::map<ValueId, std::string> input_roles;
+  for (const InputSpec& spec : program.ir.input_specs)
+    for (ValueId v : spec.arg.tensor_values()) input_roles[v] = std::string(input_kind_name(spec.kind));
+  for (const DagItem& it : items) {
+    if (it.dummy) continue;
+    std::string name, line2, line3, title, fill = "#ffffff", stroke = "#8c959f", extra;
+    double rx = 6, stroke_w = 1.2;
+    if (it.is_input) {
+      const Value& v = g.value(it.id);
+      name = v.name;
+      line2 = input_roles.count(it.id) ? input_roles[it.id] : "graph input";
+      if (v.meta) line3 = fmt::format("{}{}", dtype_name(v.meta->dtype), v.meta->shape_str());
+      title = fmt::format("{} ({})\n{}", v.name, line2, line3);
+      fill = "#f1f3f5";
+      stroke = "#adb5bd";
+      rx = kH / 2;
+    } else {
+      const Node& n = g.node(it.id);
+      name = n.name;
+      line2 = short_op(n.target);
+      const NodeError* err = errors.count(n.name) ? errors[n.name] : nullptr;
+      if (err && has_floating(*err))
+        line3 = err->compiled_local_ulp >= 0 ? fmt::format("ulp: comp {} \u00b7 eager {}", ulp(err->compiled_local_ulp), ulp(err->local_ulp))
+                                             : fmt::format("ulp: eager {}", ulp(err->local_ulp));
+      bool output = false;
+      for (ValueId v : n.output_values()) output = output || g.value(v).is_graph_output;
+      title = fmt::format("{} = {}\n{}{}{}", n.name, n.target, n.source.user_frame(),
+                          n.source.module_path().empty() ? "" : "\nmodule: " + n.source.module_path(),
+                          line3.empty() ? "" : "\nlocal error, " + line3);
+      if (culprit.count(it.id)) {
+        fill = "#fdecea";
+        stroke = "#b42318";
+        stroke_w = 2.2;
+      } else if (suspects.count(n.name)) {
+        stroke = "#e8590c";
+        stroke_w = 1.8;
+        extra = " stroke-dasharray=\"5 3\"";
+      }
+      if (output) line2 += "  \u2192 output";
+    }
+    svg += fmt::format("<g class=\"dag-node{}\"><title>{}</title>", !it.is_input && culprit.count(it.id) ? " culprit" : "", esc(title));
+    svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" rx=\"{}\" fill=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{}/>", it.x,
+                       it.y, kW, kH, rx, fill, stroke, stroke_w, extra);
+    const double cx = it.x + kW / 2;
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"12\" font-weight=\"600\" fill=\"{}\">{}</text>", cx,
+                       it.y + 18, !it.is_input && culprit.count(it.id) ? "#8a1c12" : "#1f2328", esc(clip(name, 25)));
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#59636e\" font-family=\"ui-monospace, Menlo, Consolas, monospace\" "
+                       "font-size=\"10.5\">{}</text>",
+                       cx, it.y + 33, esc(clip(line2, 32)));
+    if (!line3.empty())
+      svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#59636e\" font-size=\"10\">{}</text>", cx, it.y + 47,
+                         esc(clip(line3, 38)));
+    svg += "</g>\n";
+  }
+  svg += "</svg>\n";
+  s += fmt::format("<div class=\"figure natural\">\n{}</div>\n", svg);
+  s += "<div class=\"legend\"><span><i style=\"background:#fdecea;border-color:#b42318\"></i>culprit</span>"
+       "<span><i style=\"background:#fff;border-color:#e8590c;border-style:dashed\"></i>flagged by the exploded compile</span>"
+       "<span><i style=\"background:#f1f3f5;border-color:#adb5bd;border-radius:6px\"></i>graph input</span>"
+       "<span><i style=\"background:#fff;border-color:#8c959f\"></i>other node</span></div>\n";
+  s += fmt::format("<p class=\"caption\">Producers and consumers up to {} hop{} from the culprit, in layers by graph order. "
+                   "Third line: the node's local error in ulp. Hover a node for its op, source line and module; an edge for its value.</p>\n",
+                   hops, hops == 1 ? "" : "s");
+  return s + "</section>\n";
+}
+
+std::string probes_section(const Localization& l) {
+  std::string s = "<section id=\"probes\"><h2>Probe log</h2>\n";
+  s += "<p class=\"muted\">Each probe asks the compiler whether a region of the failing outputs' cone diverges "
+       "(positions c1..cm in topological order).</p>\n";
+  s += "<div class=\"table-scroll\"><table><thead><tr><th class=\"n\">#</th><th>phase</th><th>region</th><th>verdict</th><th>reason</th>"
+       "<th>value</th><th>cost</th><th class=\"n\">seconds</th></tr></thead><tbody>\n";
+  for (size_t i = 0; i < l.probes.size(); ++i) {
+    const Probe& p = l.probes[i];
+    const std::string reason = p.failure.empty() ? p.verdict.reason : p.failure;
+    s += fmt::format("<tr><td class=\"n\">{}</td><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"mono\" title=\"{}\">{}</td>"
+                     "<td class=\"mono\">{}</td><td>{}</td><td class=\"n\">{:.3f}</td></tr>\n",
+                     i + 1, esc(p.phase), esc(p.region), badge(!p.fails), esc(p.verdict.detail), esc(reason), esc(p.value),
+                     p.compiled ? "compiled" : "<span class=\"muted\">re-run / cached</span>", p.seconds);
+  }
+  return s + "</tbody></table></div>\n</section>\n";
+}
+
+std::string reproduce_block(const DiffResult& r, const HtmlOptions& o) {
+  std::string s;
+  const std::optional<Repro>& repro = r.localization ? r.localization->repro : std::nullopt;
+  if (repro && repro->ok) {
+    s += "<h3 style=\"margin-top:0\">Reproduce the culprit alone</h3>\n";
+    s += fmt::format("<pre class=\"cmd\"><code>{}</code></pre>\n", esc(repro->command));
+    s += fmt::format("<p class=\"muted\">Archive <code>{}</code>, inputs <code>{}</code>.</p>\n", esc(repro->archive), esc(repro->inputs));
+    if (!o.command.empty()) s += fmt::format("<p class=\"muted\">This report came from:</p><pre class=\"cmd\"><code>{}</code></pre>\n", esc(o.command));
+    return s;
+  }
+  s += "<h3 style=\"margin-top:0\">Reproduce</h3>\n";
+  if (!o.command.empty()) s += fmt::format("<pre class=\"cmd\"><code>{}</code></pre>\n", esc(o.command));
+  else s += "<p class=\"muted\">The command line of this run was not recorded.</p>\n";
+  if (repro && !repro->ok) s += fmt::format("<p class=\"muted\">The repro could not be written: {}</p>\n", esc(repro->message));
+  else if (r.localization && (r.localization->culprit.kind == Culprit::Kind::SingleOp || r.localization->culprit.kind == Culprit::Kind::Window))
+    s += "<p class=\"muted\">Add <code>--repro DIR</code> to write the culprit as a standalone archive with its inputs and the command that reproduces it.</p>\n";
+  return s;
+}
+
+std::string nodes_section(const DiffResult& r, const std::set<std::string>& culprit, const std::set<std::string>& suspects) {
+  std::string s = "<section id=\"nodes\"><h2>Nodes</h2>\n";
+  if (r.ranking.empty()) {
+    s += "<p>No node introduces error: every local result is exact.</p>\n";
+  } else {
+    s += "<h3 style=\"margin-top:0\">Introducing the most error</h3>\n<p class=\"muted\">Local error: the node alone on fp64 inputs rounded to its dtypes, "
+         "in ulp of its working precision.</p>\n";
+    s += "<div class=\"table-scroll\"><table><thead><tr><th class=\"n\">compiled ulp</th><th class=\"n\">eager ulp</th><th>node</th><th>op</th>"
+         "<th>source</th><th>module</th></tr></thead><tbody>\n";
+    for (size_t i : r.ranking) {
+      const NodeError& n = r.nodes[i];
+      s += fmt::format("<tr{}>{}{}<td>{}</td><td class=\"mono\">{}</td><td class=\"mono brk\">{}</td><td class=\"mono\">{}</td></tr>\n",
+                       culprit.count(n.name) ? " class=\"is-culprit\"" : "",
+                       n.compiled_local_ulp < 0 ? "<td class=\"n muted\">&ndash;</td>" : num_cell(n.compiled_local_ulp, ulp(n.compiled_local_ulp)),
+                       num_cell(n.local_ulp, ulp(n.local_ulp)), node_link(n.name), esc(n.target), esc(n.source), esc(n.module_path));
+    }
+    s += "</tbody></table></div>\n";
+  }
+  size_t rows = 0;
+  for (const NodeError& n : r.nodes) rows += n.values.size();
+  s += fmt::format("<details{}><summary>Every value, in graph order ({} nodes, {} values)</summary>\n", rows <= 60 ? " open" : "", r.nodes.size(), rows);
+  s += "<div class=\"table-scroll\"><table class=\"per-node\"><thead><tr><th>value</th><th>op</th><th>dtype</th><th>shape</th>"
+       "<th class=\"n\">comp ulp</th><th class=\"n\">local ulp</th><th class=\"n\">local rel</th><th class=\"n\">prop ulp</th><th class=\"n\">prop rel</th>"
+       "<th class=\"n\">prop rmse</th></tr></thead><tbody>\n";
+  const std::string dash = "<td class=\"n muted\">&ndash;</td>";
+  for (const NodeError& n : r.nodes) {
+    for (size_t k = 0; k < n.values.size(); ++k) {
+      const ValueError& v = n.values[k];
+      std::string cls = culprit.count(n.name) ? " class=\"is-culprit\"" : "";
+      s += fmt::format("<tr{}{}>", k == 0 ? fmt::format(" id=\"{}\"", anchor(n.name)) : "", cls);
+      std::string tags;
+      if (culprit.count(n.name) && k == 0) tags += "<span class=\"tag\">culprit</span>";
+      else if (suspects.count(n.name) && k == 0) tags += "<span class=\"tag\">exploded flagged</span>";
+      s += fmt::format("<td class=\"mono\">{}{}</td><td class=\"mono\" title=\"{}\">{}</td><td class=\"mono\">{}</td><td class=\"mono\">{}</td>", esc(v.name),
+                       tags, esc(n.source + (n.module_path.empty() ? "" : "  [" + n.module_path + "]")), esc(n.target), esc(v.dtype), esc(v.shape));
+      if (!v.compared) {
+        s += "<td class=\"muted\" colspan=\"6\">not compared</td></tr>\n";
+        continue;
+      }
+      if (v.local.exact_kind) {
+        s += v.has_compiled_local ? fmt::format("<td class=\"n\">{} diff</td>", v.compiled_local.mismatches) : dash;
+        s += fmt::format("<td class=\"n\">{} diff</td><td></td><td class=\"n\">{} diff</td><td></td><td></td></tr>\n", v.local.mismatches,
+                         v.propagated.mismatches);
+        continue;
+      }
+      s += v.has_compiled_local ? num_cell(v.compiled_local.max_ulp, ulp(v.compiled_local.max_ulp)) : dash;
+      s += num_cell(v.local.max_ulp, ulp(v.local.max_ulp)) + num_cell(v.local.max_rel, num(v.local.max_rel)) +
+           num_cell(v.propagated.max_ulp, ulp(v.propagated.max_ulp)) + num_cell(v.propagated.max_rel, num(v.propagated.max_rel)) +
+           num_cell(v.propagated.rmse, num(v.propagated.rmse)) + "</tr>\n";
+    }
+  }
+  s += "</tbody></table></div></details>\n";
+  auto list = [&](const char* what, const std::vector<std::string>& items) {
+    if (items.empty()) return;
+    std::string joined;
+    for (const std::string& i : items) joined += (joined.empty() ? "" : ", ") + ("<code>" + esc(i) + "</code>");
+    s += fmt::format("<p><span class=\"muted\">{}:</span> {}</p>\n", what, joined);
+  };
+  list("fp64 fix-ups applied", r.fixups);
+  list("random ops (native, fp64 and local runs draw the same stream)", r.random_nodes);
+  list("not comparable in fp64 (bitcasts, float8)", r.not_comparable);
+  return s + "</section>\n";
+}
+
+}  // namespace
+
+std::string to_html(const DiffResult& r, const HtmlOptions& o) {
+  bool graph_failed = false;
+  for (const CompileRecord& c : r.compiles) graph_failed = graph_failed || (c.what == "graph" && !c.ok);
+  std::set<std::string> culprit, suspects;
+  if (r.localization) {
+    culprit.insert(r.localization->culprit.nodes.begin(), r.localization->culprit.nodes.end());
+    suspects.insert(r.localization->exploded_suspects.begin(), r.localization->exploded_suspects.end());
+  }
+  const char* verdict = graph_failed ? "COMPILER FAILED" : r.diverged ? "DIVERGED" : "AGREE";
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  h += fmt::format("<title>pt2diff: {} &middot; {}</title>\n<style>{}</style>\n</head>\n<body>\n", verdict, esc(r.graph), kCss);
+  h += header(r, o, graph_failed, r.localization.has_value());
+  h += "<main class=\"wrap\">\n";
+  h += outputs_section(r);
+  const std::string reproduce = reproduce_block(r, o);
+  if (r.localization) {
+    h += culprit_section(*r.localization, reproduce);
+    h += hints_section(*r.localization);
+  }
+  h += profile_section(r, culprit);
+  if (r.localization) {
+    if (o.program) h += dag_section(r, *o.program);
+    h += probes_section(*r.localization);
+  }
+  if (!r.localization) h += "<section id=\"reproduce\">" + reproduce + "</section>\n";
+  h += nodes_section(r, culprit, suspects);
+  h += fmt::format("</main>\n<footer class=\"wrap\">pt2diff &middot; {} &middot; {} nodes in {:.2f} s</footer>\n</body>\n</html>\n", verdict,
+                   r.nodes.size(), r.seconds);
+  return h;
+}
+
+}  // namespace pt2diff
