@@ -85,6 +85,11 @@ class Worker:
 
     def load(self, req):
         path = req["archive"]
+        for library in req.get("op_libraries", []):
+            try:
+                torch.ops.load_library(library)  # custom ops the archive calls, registered before it is read
+            except Exception as e:  # noqa: BLE001
+                raise Failure("load_failed", f"--load-library {library}: {type(e).__name__}: {first_line(str(e))}")
         self.device = req.get("device", "cpu")
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise Failure("load_failed", f"--device {self.device}: this worker's torch {torch.__version__} sees no CUDA device")

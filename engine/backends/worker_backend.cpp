@@ -157,8 +157,10 @@ struct WorkerBackend::Impl {
     if (hello.value("protocol", 0) != 1)
       throw BackendFailure(BackendFailure::Kind::Unusable,
                            fmt::format("the {} speaks protocol {}, pt2diff speaks 1", label, hello.value("protocol", 0)));
+    json libraries = json::array();
+    for (const std::string& l : options.op_libraries) libraries.push_back(fs::absolute(l).string());
     checked(exchange({{"op", "load"}, {"archive", fs::absolute(program.path).string()}, {"model", program.model_name},
-                      {"device", options.device}},
+                      {"device", options.device}, {"op_libraries", libraries}},
                      "loading the archive"),
             "loading the archive", BackendFailure::Kind::Unusable);
   }

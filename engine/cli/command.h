@@ -30,6 +30,7 @@ inline std::string invocation;
 struct GraphOptions {
   std::string graph;
   std::string model;
+  std::vector<std::string> libraries;  ///< --load-library: loaded before the archive
   /// `required` is false on the root command, where a subcommand may stand instead of GRAPH.
   void add_to(CLI::App& app, bool required = true);
   Program load() const;

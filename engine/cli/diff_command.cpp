@@ -8,6 +8,7 @@
 #include "graphs/torch_save.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/error.h"
+#include "pt2diff/html.h"
 
 namespace pt2diff::cli {
 
@@ -51,6 +52,7 @@ class DiffCommand final : public Command {
     rule_.add_to(app);
     app.add_option("--top", options_.top, "how many nodes the ranking of introduced error lists")->default_val(10);
     app.add_option("--json", json_path_, "also write the report as JSON to this file (docs/report.schema.json)");
+    app.add_option("--html", html_path_, "also write the report as one self-contained HTML page (plots, the culprit's graph) to this file");
     app.add_option("--save-outputs", outputs_path_,
                    "write the graph outputs of the compiled, eager and fp64 runs to this torch.save file");
   }
@@ -65,6 +67,7 @@ class DiffCommand final : public Command {
     options_.compiled = compiler_.compiled;
     options_.backend = compiler_.backend;
     options_.backend.seed = inputs_.seed;
+    options_.backend.op_libraries = graph_.libraries;
     options_.rule = rule_.get();
     options_.localize.search = bisect_ == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
     TerminalProgress progress;
@@ -73,6 +76,7 @@ class DiffCommand final : public Command {
     progress.clear();
     std::cout << to_text(result);
     if (!json_path_.empty()) write_file(json_path_, to_json(result));
+    if (!html_path_.empty()) write_file(html_path_, to_html(result, {&program, invocation, options_.backend.device}));
     if (!outputs_path_.empty()) write_file(outputs_path_, saved_outputs(result));
     if (result.compiled_failed) {
       for (const CompileRecord& c : result.compiles)
@@ -89,6 +93,7 @@ class DiffCommand final : public Command {
   RuleOptions rule_;
   DiffOptions options_;
   std::string json_path_;
+  std::string html_path_;
   std::string outputs_path_;
   std::string bisect_ = "binary";
 };

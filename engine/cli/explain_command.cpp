@@ -32,6 +32,7 @@ class ExplainCommand final : public Command {
     options_.compiled = compiler_.compiled;
     options_.backend = compiler_.backend;
     options_.backend.seed = inputs_.seed;
+    options_.backend.op_libraries = graph_.libraries;
     options_.rule = rule_.get();
     TerminalProgress progress;
     options_.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };

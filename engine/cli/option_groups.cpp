@@ -1,14 +1,20 @@
 // engine/cli/option_groups.cpp — option groups shared by commands.
 #include "engine/cli/command.h"
+#include "pt2diff/interpreter.h"
 
 namespace pt2diff::cli {
 
 void GraphOptions::add_to(CLI::App& app, bool required) {
   app.add_option("GRAPH", graph, "torch.export archive (.pt2) written by torch.export.save")->required(required);
   app.add_option("--model", model, "which models/<name>.json of the archive (default: the only one, or 'model')");
+  app.add_option("--load-library", libraries,
+                 "a shared library registering custom ops (TORCH_LIBRARY), loaded first here and in the compiler's worker; repeatable");
 }
 
-Program GraphOptions::load() const { return load_program(graph, LoadOptions{model}); }
+Program GraphOptions::load() const {
+  for (const std::string& library : libraries) load_op_library(library);
+  return load_program(graph, LoadOptions{model});
+}
 
 void InputOptions::add_to(CLI::App& app) {
   auto* file = app.add_option("INPUTS", inputs,

@@ -47,6 +47,7 @@ class SweepCommand final : public Command {
     options_.diff.compiled = compiler_.compiled;
     options_.diff.backend = compiler_.backend;
     options_.diff.backend.seed = inputs_.seed;
+    options_.diff.backend.op_libraries = graph_.libraries;
     options_.diff.rule = rule_.get();
     TerminalProgress progress;
     options_.diff.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };

@@ -3,6 +3,8 @@
 #include <ATen/ScalarOps.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <algorithm>
+#include <optional>
+#include <unordered_map>
 #include <fmt/format.h>
 
 #include "engine/execution/kernel.h"
@@ -62,7 +64,7 @@ at::Tensor wrapped_number(const c10::IValue& v) {
   return at::native::wrapped_scalar_tensor(s);
 }
 
-class DispatcherKernel final : public Kernel {
+class DispatcherKernel : public Kernel {
  public:
   DispatcherKernel(c10::OperatorHandle op, const Node& node) : op_(std::move(op)) {
     const auto& schema = op_.schema();
@@ -91,10 +93,28 @@ class DispatcherKernel final : public Kernel {
     }
     if (ctx.precision == Precision::Fp64 && ctx.not_comparable && (is_bitcast_ || touches_float8(node, g)))
       ctx.not_comparable->push_back(node.name);
+    torch::jit::Stack stack = arguments(node, g, f, ctx, {});
+    op_.callBoxed(stack);
+    if (stack.size() != node.outputs.size() && !(node.outputs.empty() && stack.empty()))
+      throw Error(Error::Kind::Internal, fmt::format("node '{}' ({}) returned {} values for {} outputs", node.name, node.target,
+                                                     stack.size(), node.outputs.size()));
+    for (size_t i = 0; i < node.outputs.size(); ++i) store_output(node.outputs[i], std::move(stack[i]), f);
+  }
+
+ protected:
+  /// The call's stack from the node's inputs by schema name; `given` supplies arguments by name
+  /// instead (auto_functionalized's regenerated mutable arguments).
+  torch::jit::Stack arguments(const Node& node, const Graph& g, const Frame& f, const ExecContext& ctx,
+                              const std::unordered_map<std::string, c10::IValue>& given) const {
+    const auto& schema = op_.schema();
     torch::jit::Stack stack;
     stack.reserve(schema.arguments().size());
     for (size_t i = 0; i < schema.arguments().size(); ++i) {
       const c10::Argument& sa = schema.arguments()[i];
+      if (auto it = given.find(sa.name()); it != given.end()) {
+        stack.push_back(it->second);
+        continue;
+      }
       if (slots_[i] < 0) {
         if (!sa.default_value())
           throw Error(Error::Kind::BadArchive, fmt::format("node '{}' ({}) gives no value for argument '{}', which has no default",
@@ -108,12 +128,10 @@ class DispatcherKernel final : public Kernel {
         record(ctx, "half_to_float=True -> False");
       }
     }
-    op_.callBoxed(stack);
-    if (stack.size() != node.outputs.size() && !(node.outputs.empty() && stack.empty()))
-      throw Error(Error::Kind::Internal, fmt::format("node '{}' ({}) returned {} values for {} outputs", node.name, node.target,
-                                                     stack.size(), node.outputs.size()));
-    for (size_t i = 0; i < node.outputs.size(); ++i) store_output(node.outputs[i], std::move(stack[i]), f);
+    return stack;
   }
+
+  c10::OperatorHandle op_;
 
  private:
   static bool touches_float8(const Node& node, const Graph& g) {
@@ -194,7 +212,6 @@ class DispatcherKernel final : public Kernel {
     return name + "." + (op_.schema().overload_name().empty() ? "default" : op_.schema().overload_name());
   }
 
-  c10::OperatorHandle op_;
   std::vector<int> slots_;
   bool is_softmax_ = false;
   bool is_metadata_assert_ = false;
@@ -202,7 +219,163 @@ class DispatcherKernel final : public Kernel {
   bool is_random_ = false;
 };
 
+/// torch._higher_order_ops.auto_functionalize.clone_preserve_strides: a copy with the same strides
+/// and storage offset, over a fresh storage just large enough.
+at::Tensor clone_preserve_strides(const at::Tensor& x) {
+  int64_t needed = x.numel() ? x.storage_offset() + 1 : 0;
+  for (int64_t d = 0; d < x.dim() && x.numel(); ++d) needed += (x.size(d) - 1) * x.stride(d);
+  const at::Tensor buffer = x.as_strided({needed}, {1}, 0).clone();
+  return buffer.as_strided(x.sizes(), x.strides(), x.storage_offset());
+}
+
+/// auto_functionalized(op, **kwargs) and auto_functionalized_v2(op, _all_bases=..., **kwargs): the
+/// functional form of a custom op that mutates its inputs. The op runs on clones (v1: of each mutated
+/// argument; v2: of the bases, each mutated argument regenerated as its view) and the node returns
+/// the op's outputs followed by the clones, as torch's dense implementation does.
+class AutoFunctionalizedKernel final : public DispatcherKernel {
+ public:
+  AutoFunctionalizedKernel(c10::OperatorHandle op, const Node& node, bool v2) : DispatcherKernel(op, node), v2_(v2) {
+    for (const c10::Argument& a : op_.schema().arguments())
+      if (a.alias_info() && a.alias_info()->isWrite()) mutable_.push_back(a);
+  }
+
+  void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
+    std::unordered_map<std::string, c10::IValue> given;
+    std::vector<c10::IValue> clones;
+    if (!v2_) {
+      for (const c10::Argument& a : mutable_) {
+        const NamedArgument* in = input(node, a.name());
+        c10::IValue value = in ? value_of(in->arg, f, g) : c10::IValue();
+        if (value.isTensor()) value = clone_preserve_strides(value.toTensor());
+        else if (value.isTensorList()) {
+          c10::List<at::Tensor> copies;
+          for (const at::Tensor& t : value.toTensorList()) copies.push_back(clone_preserve_strides(t));
+          value = copies;
+        }
+        given[a.name()] = value;
+        clones.push_back(value);
+      }
+    } else {
+      std::vector<at::Tensor> bases;
+      if (const NamedArgument* all = input(node, "_all_bases"))
+        for (ValueId v : all->arg.as<std::vector<ValueId>>()) bases.push_back(f.at(v, g).toTensor());
+      std::vector<int64_t> only;
+      bool clone_all = true;
+      if (const NamedArgument* o = input(node, "_only_clone_these_bases"); o && o->arg.kind == Argument::Kind::Ints) {
+        only = o->arg.as<std::vector<int64_t>>();
+        clone_all = false;
+      }
+      for (size_t i = 0; i < bases.size(); ++i)
+        if (clone_all || std::find(only.begin(), only.end(), static_cast<int64_t>(i)) != only.end())
+          bases[i] = clone_preserve_strides(bases[i]);
+      for (const c10::Argument& a : mutable_) {
+        if (a.real_type()->kind() == c10::TypeKind::ListType) {
+          const NamedArgument* length = input(node, "_" + a.name() + "_length");
+          if (!length || length->arg.kind == Argument::Kind::None) {
+            given[a.name()] = c10::IValue();
+            continue;
+          }
+          c10::List<at::Tensor> views;
+          for (int64_t i = 0; i < length->arg.as<int64_t>(); ++i)
+            views.push_back(regenerate(node, f, g, fmt::format("_{}_{}", a.name(), i), bases).toTensor());
+          given[a.name()] = views;
+        } else {
+          given[a.name()] = regenerate(node, f, g, "_" + a.name(), bases);
+        }
+      }
+      clones.assign(bases.begin(), bases.end());
+    }
+    torch::jit::Stack stack = arguments(node, g, f, ctx, given);
+    op_.callBoxed(stack);
+    // (op outputs..., clones...): an op returning nothing contributes one None.
+    std::vector<c10::IValue> outs;
+    if (op_.schema().returns().empty()) outs.emplace_back();
+    for (c10::IValue& v : stack) outs.push_back(std::move(v));
+    for (c10::IValue& v : clones) outs.push_back(std::move(v));
+    if (outs.size() != node.outputs.size())
+      throw Error(Error::Kind::BadArchive, fmt::format("node '{}' ({} of {}) has {} outputs, the op and its mutated arguments give {}",
+                                                       node.name, node.target, op_.schema().name(), node.outputs.size(), outs.size()));
+    for (size_t i = 0; i < outs.size(); ++i) store_output(node.outputs[i], std::move(outs[i]), f);
+  }
+
+ private:
+  static const NamedArgument* input(const Node& node, const std::string& name) {
+    for (const NamedArgument& a : node.inputs)
+      if (a.name == name) return &a;
+    return nullptr;
+  }
+
+  static c10::IValue value_of(const Argument& a, const Frame& f, const Graph& g) {
+    if (a.kind == Argument::Kind::Tensor || a.kind == Argument::Kind::OptionalTensor) {
+      const ValueId v = a.as<ValueId>();
+      return v == kNoValue ? c10::IValue() : f.at(v, g);
+    }
+    if (a.kind == Argument::Kind::Tensors) {
+      c10::List<at::Tensor> list;
+      for (ValueId v : a.as<std::vector<ValueId>>()) list.push_back(f.at(v, g).toTensor());
+      return list;
+    }
+    return c10::IValue();
+  }
+
+  static std::vector<int64_t> ints(const NamedArgument* a, const Frame& f, const Graph& g) {
+    if (a->arg.kind == Argument::Kind::Ints) return a->arg.as<std::vector<int64_t>>();
+    std::vector<int64_t> out;
+    if (a->arg.kind == Argument::Kind::SymInts)
+      for (const SymArg& s : a->arg.as<std::vector<SymArg>>()) out.push_back(sym_value(s, f, g).toInt());
+    return out;
+  }
+
+  /// One mutated argument rebuilt from the (cloned) bases: as_strided, a slice, an alias, the base.
+  c10::IValue regenerate(const Node& node, const Frame& f, const Graph& g, const std::string& prefix,
+                         const std::vector<at::Tensor>& bases) const {
+    const NamedArgument* index = input(node, prefix + "_base_index");
+    if (!index || index->arg.kind == Argument::Kind::None) return c10::IValue();
+    const int64_t i = scalar_value(index->arg, f, g).toInt();
+    if (i < 0 || static_cast<size_t>(i) >= bases.size())
+      throw Error(Error::Kind::BadArchive, fmt::format("node '{}': {}_base_index {} is outside _all_bases ({} tensors)", node.name,
+                                                       prefix, i, bases.size()));
+    const at::Tensor& base = bases[static_cast<size_t>(i)];
+    if (input(node, prefix + "_alias")) return base.alias();
+    if (const NamedArgument* offset = input(node, prefix + "_storage_offset"))
+      return base.as_strided(ints(input(node, prefix + "_size"), f, g), ints(input(node, prefix + "_stride"), f, g),
+                             scalar_value(offset->arg, f, g).toInt());
+    if (const NamedArgument* dim = input(node, prefix + "_slice_dim")) {
+      auto number = [&](const std::string& what) -> std::optional<int64_t> {
+        const NamedArgument* a = input(node, prefix + what);
+        if (!a || a->arg.kind == Argument::Kind::None) return std::nullopt;
+        return scalar_value(a->arg, f, g).toInt();
+      };
+      return base.slice(scalar_value(dim->arg, f, g).toInt(), number("_slice_start"), number("_slice_end"));
+    }
+    return base;
+  }
+
+  bool v2_;
+  std::vector<c10::Argument> mutable_;
+};
+
 }  // namespace
+
+std::unique_ptr<Kernel> make_auto_functionalized_kernel(const Node& node, std::string& why) {
+  const NamedArgument* op = nullptr;
+  for (const NamedArgument& a : node.inputs)
+    if (a.arg.kind == Argument::Kind::Operator) op = &a;
+  if (!op) {
+    why = "names no mutated operator";
+    return nullptr;
+  }
+  const std::string target = op->arg.as<std::string>();
+  auto name = parse_op_target(target.rfind("torch.ops.", 0) == 0 ? target : "torch.ops." + target);
+  std::optional<c10::OperatorHandle> handle;
+  if (name) handle = c10::Dispatcher::singleton().findSchema({name->ns + "::" + name->name, name->overload});
+  if (!handle) {
+    why = fmt::format("its mutated op {} is not in the C++ dispatcher: a custom op defined in Python, or its C++ library is not "
+                      "loaded (--load-library)", target);
+    return nullptr;
+  }
+  return std::make_unique<AutoFunctionalizedKernel>(*handle, node, node.target == "torch.ops.higher_order.auto_functionalized_v2");
+}
 
 std::unique_ptr<Kernel> make_dispatcher_kernel(const Node& node, std::string& why) {
   auto name = parse_op_target(node.target);

@@ -109,6 +109,8 @@ std::unique_ptr<Kernel> make_higher_order_kernel(const Node& node, std::string& 
   if (node.target == "torch.ops.higher_order.cond") return std::make_unique<CondKernel>();
   if (node.target == "torch.ops.higher_order.while_loop") return std::make_unique<WhileLoopKernel>();
   if (node.target == "torch.ops.higher_order.map_impl") return std::make_unique<MapKernel>();
+  if (node.target == "torch.ops.higher_order.auto_functionalized" || node.target == "torch.ops.higher_order.auto_functionalized_v2")
+    return make_auto_functionalized_kernel(node, why);
   why = "a higher-order op pt2diff has no handler for yet";
   return nullptr;
 }

@@ -43,6 +43,8 @@ std::unique_ptr<Kernel> make_kernel(const Node& node, std::string& why);
 std::unique_ptr<Kernel> make_dispatcher_kernel(const Node& node, std::string& why);
 std::unique_ptr<Kernel> make_scalar_kernel(const Node& node, std::string& why);
 std::unique_ptr<Kernel> make_higher_order_kernel(const Node& node, std::string& why);
+/// auto_functionalized(_v2): the mutating op called on clones (dispatcher_kernel.cpp).
+std::unique_ptr<Kernel> make_auto_functionalized_kernel(const Node& node, std::string& why);
 
 /// Resolves a literal-or-value symbolic argument.
 c10::IValue sym_value(const SymArg& s, const Frame& frame, const Graph& graph);

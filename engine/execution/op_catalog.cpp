@@ -13,7 +13,7 @@ namespace {
 /// Higher-order ops with an engine handler (subgraphs interpreted, or functionalized mutation).
 const std::set<std::string>& engine_hops() {
   // Keep in step with make_higher_order_kernel() (higher_order_kernels.cpp).
-  static const std::set<std::string> hops = {"cond", "while_loop", "map_impl"};
+  static const std::set<std::string> hops = {"cond", "while_loop", "map_impl", "auto_functionalized", "auto_functionalized_v2"};
   return hops;
 }
 

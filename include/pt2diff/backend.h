@@ -96,6 +96,9 @@ struct BackendOptions {
   /// engine's runs with the same value (Interpreter::set_seed), so with Inductor's
   /// fallback_random=True random ops draw eager's stream. nullopt: generators are left alone.
   std::optional<uint64_t> seed = 0;
+  /// Custom-op libraries the worker loads (torch.ops.load_library) before the archive, as the engine
+  /// does with load_op_library().
+  std::vector<std::string> op_libraries;
   /// torch.set_float32_matmul_precision in the worker, as the user's program sets it: "highest",
   /// "high" (TF32 matmuls on CUDA), "medium". Empty: torch's default (highest).
   std::string matmul_precision;

@@ -86,6 +86,11 @@ struct LockstepResult {
 /// from the binding; other entries None): what a region starting at the graph inputs is fed.
 std::vector<c10::IValue> graph_input_values(const Program& program, const BoundInputs& inputs);
 
+/// Loads a shared library that registers custom ops with TORCH_LIBRARY (the C++ twin of Python's
+/// torch.ops.load_library), so graphs that call them, directly or through auto_functionalized, can
+/// run. Load before load_program(). Throws pt2diff::Error(Usage) naming the file and the loader's reason.
+void load_op_library(const std::string& path);
+
 class Interpreter {
  public:
   /// Plans every node (subgraphs included). Throws pt2diff::Error(Unsupported) listing every op the
