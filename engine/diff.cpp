@@ -104,16 +104,18 @@ ReferenceRuns start_reference(const Program& program, const BoundInputs& inputs)
   return reference;
 }
 
-/// Keeps a lockstep step's values: eager, fp64, and fp64 rounded to the native dtype.
-void keep_reference(const NodeStep& step, ReferenceRuns& reference) {
+/// Keeps a lockstep step's values: eager, fp64, and fp64 rounded to the native dtype. `copy` when a
+/// later op may mutate them in place.
+void keep_reference(const NodeStep& step, ReferenceRuns& reference, bool copy) {
+  auto kept = [copy](const c10::IValue& v) { return copy && v.isTensor() ? c10::IValue(v.toTensor().clone()) : v; };
   const auto outs = step.node.output_values();
   for (size_t i = 0; i < outs.size(); ++i) {
     const size_t v = static_cast<size_t>(outs[i]);
-    reference.eager[v] = step.native[i];
-    reference.fp64[v] = step.fp64[i];
+    reference.eager[v] = kept(step.native[i]);
+    reference.fp64[v] = kept(step.fp64[i]);
     reference.rounded[v] = step.fp64[i].isTensor() && step.native[i].isTensor()
-                               ? c10::IValue(step.fp64[i].toTensor().to(step.native[i].toTensor().scalar_type()))
-                               : step.native[i];
+                               ? c10::IValue(reference.fp64[v].toTensor().to(step.native[i].toTensor().scalar_type()))
+                               : reference.eager[v];
   }
 }
 
@@ -178,7 +180,7 @@ std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, con
   Interpreter interpreter(program);
   interpreter.set_seed(options.backend.seed);
   ReferenceRuns reference = start_reference(program, inputs);
-  LockstepResult runs = interpreter.run_lockstep(inputs, [&](const NodeStep& step) { keep_reference(step, reference); });
+  LockstepResult runs = interpreter.run_lockstep(inputs, [&](const NodeStep& step) { keep_reference(step, reference, interpreter.mutates_inputs()); });
   Culprit culprit;
   for (NodeId id : needed) culprit.nodes.push_back(g.node(id).name);
   for (ValueId v : end.output_values())
@@ -223,13 +225,22 @@ DiffResult run_diff(const Program& program, const BoundInputs& inputs, const Dif
   r.compiled = backend->name();
   r.rule = options.rule;
 
-  const bool exploded = options.exploded && backend->compiles_regions();
-  const bool keep = exploded || (options.localize.enabled && backend->compiles_regions());
+  Interpreter interpreter(program);
+  interpreter.set_seed(options.backend.seed);  // the compiled side is seeded alike, every run
+  // Per-op inputs (exploded compile, localization windows) assume each value is written once; an op
+  // mutating values in place breaks that, so only whole-graph verdicts are given.
+  const bool in_place = interpreter.mutates_inputs();
+  if (in_place)
+    r.warnings.push_back("an op in this graph mutates values in place (a custom op in a training-IR graph): the exploded compile "
+                         "and localization are skipped; export the core ATen graph (ep.run_decompositions(), where mutation "
+                         "is functional: auto_functionalized) to localize");
+  const bool exploded = options.exploded && backend->compiles_regions() && !in_place;
+  const bool bisect = options.localize.enabled && !in_place;
+  const bool keep = exploded || (bisect && backend->compiles_regions());
   // Every value of the eager and fp64 runs, for the exploded compile and the localization probes.
   ReferenceRuns reference;
   if (keep) reference = start_reference(program, inputs);
-  Interpreter interpreter(program);
-  interpreter.set_seed(options.backend.seed);  // the compiled side is seeded alike, every run
+  const bool copy_kept = interpreter.mutates_inputs();
   LockstepResult runs = interpreter.run_lockstep(inputs, [&](const NodeStep& step) {
     NodeError ne;
     ne.name = step.node.name;
@@ -246,7 +257,7 @@ DiffResult run_diff(const Program& program, const BoundInputs& inputs, const Dif
         ne.values.back().local_value = step.local[i].toTensor();
       }
     }
-    if (keep) keep_reference(step, reference);
+    if (keep) keep_reference(step, reference, copy_kept);
     r.nodes.push_back(std::move(ne));
   });
   r.fixups = runs.fp64.fixups;
@@ -341,7 +352,7 @@ DiffResult run_diff(const Program& program, const BoundInputs& inputs, const Dif
 
   // Localization: only when an output diverged and the graph compiled (a verdict to explain).
   const bool graph_ok = !r.compiles.empty() && r.compiles.front().ok;
-  if (r.diverged && graph_ok && options.localize.enabled && backend->compiles_regions()) {
+  if (r.diverged && graph_ok && bisect && backend->compiles_regions()) {
     std::vector<ValueId> failing;
     std::vector<std::string> failing_names;
     for (const OutputVerdict& o : r.outputs)

@@ -80,9 +80,12 @@ class DispatcherKernel : public Kernel {
     is_metadata_assert_ = name == "aten::_assert_tensor_metadata";
     is_bitcast_ = name == "aten::view" && schema.overload_name() == "dtype";
     is_random_ = op_.hasTag(at::Tag::nondeterministic_seeded);
+    for (const c10::Argument& a : schema.arguments())
+      if (a.alias_info() && a.alias_info()->isWrite()) mutates_ = true;
   }
 
   bool is_random() const override { return is_random_; }
+  bool mutates_inputs() const override { return mutates_; }
 
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
     const auto& schema = op_.schema();
@@ -217,6 +220,7 @@ class DispatcherKernel : public Kernel {
   bool is_metadata_assert_ = false;
   bool is_bitcast_ = false;
   bool is_random_ = false;
+  bool mutates_ = false;
 };
 
 /// torch._higher_order_ops.auto_functionalize.clone_preserve_strides: a copy with the same strides
@@ -238,6 +242,8 @@ class AutoFunctionalizedKernel final : public DispatcherKernel {
     for (const c10::Argument& a : op_.schema().arguments())
       if (a.alias_info() && a.alias_info()->isWrite()) mutable_.push_back(a);
   }
+
+  bool mutates_inputs() const override { return false; }  // it mutates clones
 
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
     std::unordered_map<std::string, c10::IValue> given;

@@ -249,6 +249,13 @@ ExecContext Interpreter::Impl::context(Precision precision, RunResult& result, s
 
 void Interpreter::set_seed(std::optional<uint64_t> seed) { impl_->seed = seed; }
 
+bool Interpreter::mutates_inputs() const {
+  for (const auto& [graph, plan] : impl_->plans)
+    for (const auto& kernel : plan.kernels)
+      if (kernel && kernel->mutates_inputs()) return true;
+  return false;
+}
+
 RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options) const {
   c10::InferenceMode inference;
   impl_->reseed();
@@ -285,6 +292,12 @@ std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const
     const bool widen = options.precision == Precision::Widened && inputs[i].isTensor();
     given.values[static_cast<size_t>(region.inputs[i])] = widen ? c10::IValue(to_widened(inputs[i].toTensor())) : inputs[i];
   }
+  // An op that mutates its inputs in place must not write into the caller's values.
+  bool mutating = false;
+  for (NodeId id : region.nodes) mutating = mutating || plan.kernels[static_cast<size_t>(id)]->mutates_inputs();
+  if (mutating)
+    for (ValueId v : region.inputs)
+      if (c10::IValue& value = given.values[static_cast<size_t>(v)]; value.isTensor()) value = value.toTensor().clone();
   std::vector<c10::IValue> defined(region.exploded ? g.values().size() : 0);
   for (NodeId id : region.nodes) {
     const Node& n = g.node(id);
@@ -292,7 +305,10 @@ std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const
     Frame& f = region.exploded ? scratch : given;
     const std::vector<ValueId> ins = n.input_values(), outs = n.output_values();
     if (region.exploded)
-      for (ValueId v : ins) scratch.values[static_cast<size_t>(v)] = given.values[static_cast<size_t>(v)];
+      for (ValueId v : ins) {
+        const c10::IValue& value = given.values[static_cast<size_t>(v)];
+        scratch.values[static_cast<size_t>(v)] = kernel.mutates_inputs() && value.isTensor() ? c10::IValue(value.toTensor().clone()) : value;
+      }
     try {
       kernel.run(n, g, f, ctx);
       if (options.after_node) {
@@ -368,6 +384,19 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
       result.native.random_nodes.push_back(n.name);
       rng_before = rng.get_state();
     }
+    // Local: the node alone in native dtypes, fed the reference values rounded to native dtypes,
+    // taken before the runs (an op that mutates its inputs in place would change them) and copied
+    // (rounding to the same dtype would alias them).
+    const std::vector<ValueId> ins = n.input_values(), outs = n.output_values();
+    for (ValueId v : ins) {
+      const c10::IValue& ref = fp64.values[static_cast<size_t>(v)];
+      const c10::IValue& nat = native.values[static_cast<size_t>(v)];
+      scratch.values[static_cast<size_t>(v)] =
+          ref.isTensor() && nat.isTensor()
+              ? c10::IValue(kernel.mutates_inputs() ? ref.toTensor().to(nat.toTensor().scalar_type(), false, /*copy=*/true)
+                                                     : ref.toTensor().to(nat.toTensor().scalar_type()))
+              : ref;
+    }
     guarded(Precision::Native, [&] { kernel.run(n, g, native, native_ctx); });
     if (random) {
       rng_after = rng.get_state();
@@ -375,14 +404,6 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
     }
     guarded(Precision::Fp64, [&] { kernel.run(n, g, fp64, fp64_ctx); });
     if (random) rng.set_state(rng_before);
-    // Local: the node alone in native dtypes, fed the reference values rounded to native dtypes.
-    const std::vector<ValueId> ins = n.input_values(), outs = n.output_values();
-    for (ValueId v : ins) {
-      const c10::IValue& ref = fp64.values[static_cast<size_t>(v)];
-      const c10::IValue& nat = native.values[static_cast<size_t>(v)];
-      scratch.values[static_cast<size_t>(v)] =
-          ref.isTensor() && nat.isTensor() ? c10::IValue(ref.toTensor().to(nat.toTensor().scalar_type())) : ref;
-    }
     guarded(Precision::Native, [&] { kernel.run(n, g, scratch, native_ctx); });
     if (random) rng.set_state(rng_after);
     native_out.clear();

@@ -34,6 +34,8 @@ class Kernel {
   /// Draws from the global random generator (dropout, rand*, bernoulli): runs of such a node must
   /// start from the same generator state to be comparable.
   virtual bool is_random() const { return false; }
+  /// Writes into an input in place (a custom op's `Tensor(a!)` argument in a training-IR graph).
+  virtual bool mutates_inputs() const { return false; }
 };
 
 /// Chooses the kernel for `node`, or returns nullptr and sets `why` when nothing can run it.

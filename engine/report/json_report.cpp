@@ -103,6 +103,7 @@ std::string to_json(const DiffResult& r) {
             {"fp64_fixups", r.fixups},
             {"not_comparable", r.not_comparable},
             {"random_nodes", r.random_nodes},
+            {"warnings", r.warnings},
             {"seconds", r.seconds}};
   return j.dump(2) + "\n";
 }

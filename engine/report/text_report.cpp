@@ -111,6 +111,7 @@ std::string to_text(const DiffResult& r) {
     line("");
     line(fmt::format("fp64 fix-ups applied: {}", fmt::join(r.fixups, "; ")));
   }
+  for (const std::string& w : r.warnings) line("warning: " + w);
   if (!r.random_nodes.empty())
     line(fmt::format("random ops (native, fp64 and local runs draw the same stream): {}", fmt::join(r.random_nodes, ", ")));
   if (!r.not_comparable.empty()) line(fmt::format("not comparable in fp64 (bitcasts, float8): {}", fmt::join(r.not_comparable, ", ")));

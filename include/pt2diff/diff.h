@@ -103,6 +103,9 @@ struct DiffResult {
   std::vector<std::string> fixups;    ///< fp64 fix-ups applied ("aten.to.dtype: dtype bfloat16 -> float64")
   std::vector<std::string> not_comparable;
   std::vector<std::string> random_nodes;  ///< nodes drawing random numbers (same stream in every run)
+  /// What limits this report, one line each (an op mutating values in place: no exploded compile and
+  /// no localization, whose per-op inputs assume every value is written once).
+  std::vector<std::string> warnings;
   bool diverged = false;              ///< some output failed the rule
   bool compiled_failed = false;       ///< a compile or compiled run failed (see `compiles`)
   double seconds = 0;

@@ -121,6 +121,10 @@ class Interpreter {
   /// continues from wherever it is.
   void set_seed(std::optional<uint64_t> seed);
 
+  /// Some op writes into its inputs in place (a custom op in a training-IR graph): values kept from a
+  /// run may change later in that run, so keepers copy them.
+  bool mutates_inputs() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
