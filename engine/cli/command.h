@@ -9,6 +9,7 @@
 
 #include "pt2diff/backend.h"
 #include "pt2diff/compare.h"
+#include "pt2diff/diff.h"
 #include "pt2diff/inputs.h"
 #include "pt2diff/program.h"
 
@@ -44,6 +45,9 @@ struct InputOptions {
   void add_to(CLI::App& app);
   /// The inputs chosen by the options, or nullopt for "the archive's sample inputs".
   std::optional<UserInputs> load(const Program& program) const;
+  /// The chosen inputs, else the archive's sample inputs, bound to the program. Throws
+  /// pt2diff::Error(BadInputs) when there are none.
+  BoundInputs bind(const Program& program) const;
 };
 
 /// --compiled, --device, --inductor-config, --matmul-precision, --timeout, --worker-python,
@@ -52,7 +56,12 @@ struct CompilerOptions {
   std::string compiled = "inductor";
   BackendOptions backend;
   void add_to(CLI::App& app);
+  /// Sets `options`' compiled side: this group, the seed of `inputs`, the libraries of `graph`.
+  void apply_to(DiffOptions& options, const GraphOptions& graph, const InputOptions& inputs) const;
 };
+
+/// One stderr line per failed compile; returns the exit code 4 when any failed, else 0.
+int report_compile_failures(const DiffResult& result);
 
 /// --rule, --tol and the multipliers: the verdict rule.
 struct RuleOptions {

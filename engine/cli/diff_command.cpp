@@ -60,14 +60,8 @@ class DiffCommand final : public Command {
   int run() override {
     if (graph_.graph.empty()) throw Error(Error::Kind::Usage, "no GRAPH given: pt2diff GRAPH [INPUTS] (see pt2diff --help)");
     Program program = graph_.load();
-    std::optional<UserInputs> given = inputs_.load(program);
-    if (!given && !program.sample_inputs)
-      throw Error(Error::Kind::BadInputs, fmt::format("{} has no sample inputs: pass INPUTS or --random-inputs", program.path));
-    BoundInputs bound = bind_inputs(program, given ? *given : *program.sample_inputs);
-    options_.compiled = compiler_.compiled;
-    options_.backend = compiler_.backend;
-    options_.backend.seed = inputs_.seed;
-    options_.backend.op_libraries = graph_.libraries;
+    BoundInputs bound = inputs_.bind(program);
+    compiler_.apply_to(options_, graph_, inputs_);
     options_.rule = rule_.get();
     options_.localize.search = bisect_ == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
     TerminalProgress progress;
@@ -78,11 +72,7 @@ class DiffCommand final : public Command {
     if (!json_path_.empty()) write_file(json_path_, to_json(result));
     if (!html_path_.empty()) write_file(html_path_, to_html(result, {&program, invocation, options_.backend.device}));
     if (!outputs_path_.empty()) write_file(outputs_path_, saved_outputs(result));
-    if (result.compiled_failed) {
-      for (const CompileRecord& c : result.compiles)
-        if (!c.ok) std::cerr << fmt::format("pt2diff: the {} compile failed ({}): {}\n", c.what, c.failure, c.message);
-      return 4;
-    }
+    if (const int failed = report_compile_failures(result)) return failed;
     return result.diverged ? 1 : 0;
   }
 

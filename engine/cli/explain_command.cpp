@@ -25,14 +25,8 @@ class ExplainCommand final : public Command {
 
   int run() override {
     Program program = graph_.load();
-    std::optional<UserInputs> given = inputs_.load(program);
-    if (!given && !program.sample_inputs)
-      throw Error(Error::Kind::BadInputs, fmt::format("{} has no sample inputs: pass INPUTS or --random-inputs", program.path));
-    BoundInputs bound = bind_inputs(program, given ? *given : *program.sample_inputs);
-    options_.compiled = compiler_.compiled;
-    options_.backend = compiler_.backend;
-    options_.backend.seed = inputs_.seed;
-    options_.backend.op_libraries = graph_.libraries;
+    BoundInputs bound = inputs_.bind(program);
+    compiler_.apply_to(options_, graph_, inputs_);
     options_.rule = rule_.get();
     TerminalProgress progress;
     options_.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };

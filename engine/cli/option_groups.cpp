@@ -1,6 +1,10 @@
 // engine/cli/option_groups.cpp — option groups shared by commands.
 #include "engine/cli/command.h"
+#include "pt2diff/error.h"
 #include "pt2diff/interpreter.h"
+
+#include <fmt/format.h>
+#include <iostream>
 
 namespace pt2diff::cli {
 
@@ -63,6 +67,27 @@ ToleranceRule RuleOptions::get() const {
   r.max_ulp = kind.max_ulp;
   r.min_cosine = kind.min_cosine;
   return r;
+}
+
+BoundInputs InputOptions::bind(const Program& program) const {
+  std::optional<UserInputs> given = load(program);
+  if (!given && !program.sample_inputs)
+    throw Error(Error::Kind::BadInputs, fmt::format("{} has no sample inputs: pass INPUTS or --random-inputs", program.path));
+  return bind_inputs(program, given ? *given : *program.sample_inputs);
+}
+
+void CompilerOptions::apply_to(DiffOptions& options, const GraphOptions& graph, const InputOptions& inputs) const {
+  options.compiled = compiled;
+  options.backend = backend;
+  options.backend.seed = inputs.seed;
+  options.backend.op_libraries = graph.libraries;
+}
+
+int report_compile_failures(const DiffResult& result) {
+  if (!result.compiled_failed) return 0;
+  for (const CompileRecord& c : result.compiles)
+    if (!c.ok) std::cerr << fmt::format("pt2diff: the {} compile failed ({}): {}\n", c.what, c.failure, c.message);
+  return 4;
 }
 
 std::optional<UserInputs> InputOptions::load(const Program& program) const {

@@ -38,16 +38,10 @@ class SweepCommand final : public Command {
 
   int run() override {
     Program program = graph_.load();
-    std::optional<UserInputs> given = inputs_.load(program);
-    if (!given && !program.sample_inputs)
-      throw Error(Error::Kind::BadInputs, fmt::format("{} has no sample inputs: pass INPUTS or --random-inputs", program.path));
-    BoundInputs bound = bind_inputs(program, given ? *given : *program.sample_inputs);
+    BoundInputs bound = inputs_.bind(program);
     options_.tols = parse_tolerances(tols_);
     options_.multipliers = multipliers_;
-    options_.diff.compiled = compiler_.compiled;
-    options_.diff.backend = compiler_.backend;
-    options_.diff.backend.seed = inputs_.seed;
-    options_.diff.backend.op_libraries = graph_.libraries;
+    compiler_.apply_to(options_.diff, graph_, inputs_);
     options_.diff.rule = rule_.get();
     TerminalProgress progress;
     options_.diff.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };
@@ -57,12 +51,7 @@ class SweepCommand final : public Command {
     if (!csv_.empty()) write_file(csv_, sweep_to_csv(result));
     if (!json_.empty()) write_file(json_, sweep_to_json(result));
     if (!plot_.empty()) write_file(plot_, sweep_to_svg(result));
-    if (result.run.compiled_failed) {
-      for (const CompileRecord& c : result.run.compiles)
-        if (!c.ok) std::cerr << fmt::format("pt2diff: the {} compile failed ({}): {}\n", c.what, c.failure, c.message);
-      return 4;
-    }
-    return 0;
+    return report_compile_failures(result.run);
   }
 
  private:
