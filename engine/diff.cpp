@@ -130,7 +130,7 @@ std::vector<Hint> explain_culprit(const Program& program, const Interpreter& int
     for (const Node& n : g.nodes())
       if (n.name == name) nodes.push_back(n.id);
   if (nodes.empty()) return {};
-  HintContext ctx{program, interpreter, options, RegionSpec::fused(g, nodes, g.node(nodes.back()).output_values()), {}, {}, {}, {}, 0};
+  HintContext ctx{program, interpreter, options, RegionSpec::fused(g, nodes, g.node(nodes.back()).output_values()), {}, {}, {}, {}, 0, {}};
   for (ValueId v : ctx.window.inputs) ctx.inputs.push_back(reference.rounded[static_cast<size_t>(v)]);
   for (const std::string& name : culprit.nodes)
     if (std::find(random_nodes.begin(), random_nodes.end(), name) != random_nodes.end()) ctx.random_nodes.push_back(name);

@@ -88,7 +88,6 @@ class DispatcherKernel : public Kernel {
   bool mutates_inputs() const override { return mutates_; }
 
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
-    const auto& schema = op_.schema();
     // The reference run has no lower dtypes to assert on; the native run keeps the check.
     if (is_metadata_assert_ && ctx.precision != Precision::Native) {
       record(ctx, "skipped (asserts the native dtype)");

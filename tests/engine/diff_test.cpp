@@ -25,7 +25,9 @@ TEST(Diff, Bf16BlockBlamesTheBf16MatmulFirst) {
   EXPECT_NE(top.source.find("make_fixtures.py:"), std::string::npos);
   // A correctly rounded bf16 op introduces at most half an ulp: casts and elementwise ops stay low.
   for (const NodeError& n : r.nodes)
-    if (n.target == "aten.to.dtype") EXPECT_LE(n.local_ulp, 0.5) << n.name;
+    if (n.target == "aten.to.dtype") {
+      EXPECT_LE(n.local_ulp, 0.5) << n.name;
+    }
   EXPECT_GT(top.local_ulp, 10);
   EXPECT_FALSE(r.diverged);  // compiled = eager agrees with itself
   EXPECT_NE(std::find(r.fixups.begin(), r.fixups.end(), "aten.to.dtype: dtype bfloat16 -> float64"), r.fixups.end());

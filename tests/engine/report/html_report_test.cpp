@@ -149,7 +149,7 @@ DiffResult hostile_result() {
 }
 
 TEST(HtmlReport, EscapesEveryStringFromTheGraph) {
-  const std::string html = to_html(hostile_result(), {nullptr, "pt2diff 'g<1>.pt2'"});
+  const std::string html = to_html(hostile_result(), {nullptr, "pt2diff 'g<1>.pt2'", ""});
   EXPECT_EQ(html.find("<script"), std::string::npos) << "no script at all, and none smuggled in by a node name";
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
   for (const char* raw : {"<m>", "<i>", "<this>", "<1>", "<ev>", "<x>", "<b>", "a < b", "x < 3 &"})
@@ -159,7 +159,7 @@ TEST(HtmlReport, EscapesEveryStringFromTheGraph) {
 }
 
 TEST(HtmlReport, HasEverySection) {
-  const std::string html = to_html(hostile_result(), {nullptr, "pt2diff x"});
+  const std::string html = to_html(hostile_result(), {nullptr, "pt2diff x", ""});
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_TRUE(html.ends_with("</html>\n"));
   for (const char* id : {"id=\"outputs\"", "id=\"culprit\"", "id=\"hints\"", "id=\"profile\"", "id=\"probes\"", "id=\"reproduce\"",
@@ -180,7 +180,7 @@ TEST(HtmlReport, DrawsTheCulpritNeighbourhoodOfARealRun) {
   const DiffResult r = diff(p, bind_inputs(p, load_inputs(fixture("attention_inputs.pt"))), o);
   ASSERT_TRUE(r.localization);
   ASSERT_EQ(r.localization->culprit.nodes, std::vector<std::string>{"bmm_1"});
-  const std::string html = to_html(r, {&p, "pt2diff attention_core.pt2"});
+  const std::string html = to_html(r, {&p, "pt2diff attention_core.pt2", ""});
   const size_t dag = html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"culprit-dag\"");
   ASSERT_NE(dag, std::string::npos);
   const std::string svg = html.substr(dag, html.find("</svg>", dag) - dag);
