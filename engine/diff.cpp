@@ -180,7 +180,8 @@ std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, con
   Interpreter interpreter(program);
   interpreter.set_seed(options.backend.seed);
   ReferenceRuns reference = start_reference(program, inputs);
-  LockstepResult runs = interpreter.run_lockstep(inputs, [&](const NodeStep& step) { keep_reference(step, reference, interpreter.mutates_inputs()); });
+  const bool copy_kept = interpreter.mutates_inputs();  // scans every kernel: once, not per node
+  LockstepResult runs = interpreter.run_lockstep(inputs, [&](const NodeStep& step) { keep_reference(step, reference, copy_kept); });
   Culprit culprit;
   for (NodeId id : needed) culprit.nodes.push_back(g.node(id).name);
   for (ValueId v : end.output_values())
@@ -240,7 +241,7 @@ DiffResult run_diff(const Program& program, const BoundInputs& inputs, const Dif
   // Every value of the eager and fp64 runs, for the exploded compile and the localization probes.
   ReferenceRuns reference;
   if (keep) reference = start_reference(program, inputs);
-  const bool copy_kept = interpreter.mutates_inputs();
+  const bool copy_kept = in_place;
   LockstepResult runs = interpreter.run_lockstep(inputs, [&](const NodeStep& step) {
     NodeError ne;
     ne.name = step.node.name;
