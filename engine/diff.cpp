@@ -235,6 +235,14 @@ DiffResult run_diff(const Program& program, const BoundInputs& inputs, const Dif
     r.warnings.push_back("an op in this graph mutates values in place (a custom op in a training-IR graph): the exploded compile "
                          "and localization are skipped; export the core ATen graph (ep.run_decompositions(), where mutation "
                          "is functional: auto_functionalized) to localize");
+  if (program.export_device.type != "cpu") {
+    const auto rewrites = interpreter.device_rewrites();
+    r.warnings.push_back(fmt::format(
+        "the graph was exported on {}; pt2diff's eager and fp64 runs are on the CPU, so eager is CPU eager (close to, not bit "
+        "for bit, {} eager){}{}", program.export_device.str(), program.export_device.type,
+        rewrites.empty() ? "" : fmt::format("; {} node{} run differently there: ", rewrites.size(), rewrites.size() == 1 ? "" : "s"),
+        fmt::join(rewrites, "; ")));
+  }
   const bool exploded = options.exploded && backend->compiles_regions() && !in_place;
   const bool bisect = options.localize.enabled && !in_place;
   const bool keep = exploded || (bisect && backend->compiles_regions());
@@ -319,8 +327,9 @@ DiffResult run_diff(const Program& program, const BoundInputs& inputs, const Dif
 
   // Every op on its own through the compiler, fed the fp64 values of its inputs rounded to their
   // dtypes (the eager local run's inputs): the compiled local error of every node, in one compile.
-  // A worker that hung or died twice is not asked again.
-  const bool worker_lost = !r.compiles.empty() && (r.compiles.back().failure == "timed_out" || r.compiles.back().failure == "worker_died");
+  // A worker that hung, died twice or cannot run here at all is not asked again.
+  const std::string last_failure = r.compiles.empty() ? "" : r.compiles.back().failure;
+  const bool worker_lost = last_failure == "timed_out" || last_failure == "worker_died" || last_failure == "unusable";
   if (exploded && !worker_lost && !g.nodes().empty()) {
     std::vector<NodeId> all;
     for (const Node& n : g.nodes()) all.push_back(n.id);

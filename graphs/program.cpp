@@ -106,6 +106,13 @@ void check_state(const Program& p) {
   }
 }
 
+/// The first device other than cpu and meta that a tensor of the graph is on: where it was exported.
+Device export_device(const Graph& g) {
+  for (const Value& v : g.values())
+    if (v.meta && v.meta->device.type != "cpu" && v.meta->device.type != "meta") return v.meta->device;
+  return Device{};
+}
+
 }  // namespace
 
 int64_t Program::weight_bytes() const {
@@ -130,6 +137,7 @@ Program load_program(const std::string& path, const LoadOptions& options) {
   load_payload(archive, "data/weights/", "data/weights/" + p.model_name + "_weights_config.json", p);
   load_payload(archive, "data/constants/", "data/constants/" + p.model_name + "_constants_config.json", p);
   check_state(p);
+  p.export_device = export_device(p.ir.graph);
   const std::string sample = "data/sample_inputs/" + p.model_name + ".pt";
   if (archive.has_record(sample)) {
     try {

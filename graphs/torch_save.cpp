@@ -70,7 +70,9 @@ c10::IValue unpickle(const std::string& bytes, const std::string& where) {
                               "as GRAPH)", where));
     // One storage context per file: views of one storage stay views, as in Python.
     auto storages = std::make_shared<torch::jit::DeserializationStorageContext>();
-    return torch::jit::readArchiveAndTensors("data", "", "", std::nullopt, std::nullopt, std::nullopt, reader,
+    // Storages land on the CPU, where the engine runs, whatever device saved them (map_location="cpu"):
+    // inputs saved from a GPU load without a CUDA build.
+    return torch::jit::readArchiveAndTensors("data", "", "", std::nullopt, std::nullopt, c10::Device(c10::kCPU), reader,
                                              torch::jit::Unpickler::defaultTypeParser, storages);
   } catch (const Error&) {
     throw;

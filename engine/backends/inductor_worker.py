@@ -92,16 +92,22 @@ class Worker:
                 raise Failure("load_failed", f"--load-library {library}: {type(e).__name__}: {first_line(str(e))}")
         self.device = req.get("device", "cpu")
         if self.device.startswith("cuda") and not torch.cuda.is_available():
-            raise Failure("load_failed", f"--device {self.device}: this worker's torch {torch.__version__} sees no CUDA device")
+            raise Failure("load_failed", f"--device {self.device}: this worker's torch {torch.__version__} sees no CUDA device: "
+                                         "run pt2diff on the GPU machine, or pass --device cpu to compile for the CPU "
+                                         "(a graph exported on a GPU compiles there too)")
         if self.device == "cuda":
             self.device = f"cuda:{torch.cuda.current_device()}"  # the index tensors report, for device asserts
+        on_cpu = torch.device(self.device).type == "cpu"
         try:
-            ep = torch.export.load(path)
+            with loading_on_cpu() if on_cpu else contextlib.nullcontext():
+                ep = torch.export.load(path)
         except Exception as e:  # noqa: BLE001 - any loader error is the archive's problem
             raise Failure("load_failed", f"torch.export.load({path}) failed: {type(e).__name__}: {e}")
         self.program = ep
         gm = ep.graph_module
         self.by_name = {n.name: n for n in gm.graph.nodes}
+        if on_cpu:
+            self.by_name.update(attention_on_cpu(gm.graph))
         sig = ep.graph_signature
         state = {}
         for spec in sig.input_specs:
@@ -218,11 +224,10 @@ class Worker:
         for n in nodes:
             copies[n] = new.node_copy(n, lambda a, user=n: arg_for(user, a))
             copies[n].meta = {k: n.meta[k] for k in ("stack_trace", "nn_module_stack") if k in n.meta}
-            if self.device != "cpu":
-                # A graph exported on CPU bakes device=cpu into factories, casts and metadata asserts:
-                # compiled for another device, those arguments follow the compile.
-                copies[n].args = torch.fx.node.map_aggregate(copies[n].args, self.on_device)
-                copies[n].kwargs = torch.fx.node.map_aggregate(copies[n].kwargs, self.on_device)
+            # An export bakes its device into factories, casts and metadata asserts (device=cpu, or
+            # cuda:0 for a GPU export): compiled for another device, those arguments follow the compile.
+            copies[n].args = torch.fx.node.map_aggregate(copies[n].args, self.on_device)
+            copies[n].kwargs = torch.fx.node.map_aggregate(copies[n].kwargs, self.on_device)
         outs = []
         for name in output_names:
             source = self.node(name, "output")
@@ -253,6 +258,82 @@ class Worker:
                 raise Failure("bad_request", f"no value for region input '{name}'")
             values.append(v.to(self.device) if isinstance(v, torch.Tensor) else v)
         return values
+
+
+@contextlib.contextmanager
+def loading_on_cpu():
+    """torch.export.load with every storage mapped to the CPU, so a GPU export compiles for the CPU on a
+    machine without CUDA. torch.export.load has no map_location (torch 2.13): the two places it picks a
+    device, the weights' recorded device and torch.load's, are redirected while it runs."""
+    from torch.export.pt2_archive import _package
+    real_load, real_device = torch.load, getattr(_package, "deserialize_device", None)
+
+    def load(*args, **kwargs):
+        kwargs.setdefault("map_location", "cpu")
+        return real_load(*args, **kwargs)
+
+    def device(serialized):
+        d = real_device(serialized)
+        return torch.device("cpu") if d.type not in ("cpu", "meta") else d
+
+    torch.load = load
+    if real_device is not None:
+        _package.deserialize_device = device
+    try:
+        yield
+    finally:
+        torch.load = real_load
+        if real_device is not None:
+            _package.deserialize_device = real_device
+
+
+CUDA_FUSED_ATTENTION = ("aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
+                        "aten::_scaled_dot_product_cudnn_attention")
+
+
+def math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, stride, outputs):
+    """What a CUDA fused attention node computes, on any device: math attention, its output laid out with
+    the strides the fused kernel gave it (the graph's later views rely on them), and None for the
+    `outputs` - 1 others (logsumexp, RNG state), as pt2diff's engine leaves them."""
+    out = torch.ops.aten._scaled_dot_product_attention_math.default(
+        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)[0]
+    if stride is not None and out.stride() != stride:
+        out = torch.empty_strided(out.shape, stride, dtype=out.dtype, device=out.device).copy_(out)
+    return (out,) + (None,) * (outputs - 1)
+
+
+def attention_on_cpu(graph):
+    """A GPU export's fused attention ops have no CPU kernel: compiled for the CPU they become math
+    attention, as pt2diff's engine runs them. Returns {old name: new node} so regions can still name
+    them. Only the attention output survives; a graph reading the others (logsumexp, RNG state: a
+    training graph) is refused."""
+    renamed = {}
+    for n in list(graph.nodes):
+        schema = getattr(n.target, "_schema", None) if n.op == "call_function" else None
+        if schema is None or schema.name not in CUDA_FUSED_ATTENTION:
+            continue
+        bound = dict(zip((a.name for a in schema.arguments), n.args))
+        bound.update(n.kwargs)
+        q, k = bound["query"].meta.get("val"), bound["key"].meta.get("val")
+        gqa = q is not None and k is not None and q.dim() >= 3 and q.shape[-3] != k.shape[-3]
+        val = n.meta.get("val")
+        stride = tuple(val[0].stride()) if isinstance(val, (tuple, list)) and isinstance(val[0], torch.Tensor) else None
+        with graph.inserting_before(n):
+            math = graph.call_function(math_attention, (
+                bound["query"], bound["key"], bound["value"], bound.get("attn_bias"), bound.get("dropout_p", 0.0),
+                bound.get("is_causal", False), bound.get("scale"), gqa, stride, len(schema.returns)))
+        math.meta = {key: n.meta[key] for key in ("stack_trace", "nn_module_stack") if key in n.meta}
+        for user in list(n.users):
+            index = user.args[1] if user.target is operator.getitem else None
+            if index is not None and (index == 0 or not user.users):
+                user.args = (math, index)
+            else:
+                raise Failure("load_failed", f"node '{user.name}' reads output {index} of the CUDA-only fused attention "
+                                             f"'{n.name}', which runs on the CPU as math attention (attention output only): "
+                                             "export the model for inference, or compile with --device cuda")
+        graph.erase_node(n)
+        renamed[n.name] = math
+    return renamed
 
 
 @contextlib.contextmanager

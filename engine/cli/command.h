@@ -54,10 +54,12 @@ struct InputOptions {
 /// --inductor-cache: what plays the compiled side and how it is set up.
 struct CompilerOptions {
   std::string compiled = "inductor";
+  std::string device;  ///< --device; empty: the device the graph was exported on
   BackendOptions backend;
   void add_to(CLI::App& app);
-  /// Sets `options`' compiled side: this group, the seed of `inputs`, the libraries of `graph`.
-  void apply_to(DiffOptions& options, const GraphOptions& graph, const InputOptions& inputs) const;
+  /// Sets `options`' compiled side: this group, the seed of `inputs`, the libraries of `graph`, and
+  /// the device (the program's export device unless --device says otherwise).
+  void apply_to(DiffOptions& options, const Program& program, const GraphOptions& graph, const InputOptions& inputs) const;
 };
 
 /// One stderr line per failed compile; returns the exit code 4 when any failed, else 0.

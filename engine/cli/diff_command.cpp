@@ -61,7 +61,7 @@ class DiffCommand final : public Command {
     if (graph_.graph.empty()) throw Error(Error::Kind::Usage, "no GRAPH given: pt2diff GRAPH [INPUTS] (see pt2diff --help)");
     Program program = graph_.load();
     BoundInputs bound = inputs_.bind(program);
-    compiler_.apply_to(options_, graph_, inputs_);
+    compiler_.apply_to(options_, program, graph_, inputs_);
     options_.rule = rule_.get();
     options_.localize.search = bisect_ == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
     TerminalProgress progress;

@@ -26,7 +26,7 @@ class ExplainCommand final : public Command {
   int run() override {
     Program program = graph_.load();
     BoundInputs bound = inputs_.bind(program);
-    compiler_.apply_to(options_, graph_, inputs_);
+    compiler_.apply_to(options_, program, graph_, inputs_);
     options_.rule = rule_.get();
     TerminalProgress progress;
     options_.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };

@@ -34,7 +34,9 @@ void InputOptions::add_to(CLI::App& app) {
 void CompilerOptions::add_to(CLI::App& app) {
   app.add_option("--compiled", compiled, "what plays the compiled side: inductor, eager, aoti:PACKAGE.pt2, external:COMMAND, fault:NODE:KIND")
       ->default_val("inductor");
-  app.add_option("--device", backend.device, "device the compiler targets (inductor, external): cpu or cuda[:N]")->default_val("cpu");
+  app.add_option("--device", device,
+                 "device the compiler targets (inductor, external): cpu or cuda[:N]; default: the device the graph was "
+                 "exported on (pt2diff's own eager and fp64 runs are on the CPU)");
   app.add_option("--inductor-config", backend.inductor_config,
                  "Inductor config override KEY=VALUE (a Python literal), repeatable: emulate_precision_casts=True");
   app.add_option("--matmul-precision", backend.matmul_precision,
@@ -76,9 +78,11 @@ BoundInputs InputOptions::bind(const Program& program) const {
   return bind_inputs(program, given ? *given : *program.sample_inputs);
 }
 
-void CompilerOptions::apply_to(DiffOptions& options, const GraphOptions& graph, const InputOptions& inputs) const {
+void CompilerOptions::apply_to(DiffOptions& options, const Program& program, const GraphOptions& graph,
+                               const InputOptions& inputs) const {
   options.compiled = compiled;
   options.backend = backend;
+  options.backend.device = device.empty() ? program.export_device.str() : device;
   options.backend.seed = inputs.seed;
   options.backend.op_libraries = graph.libraries;
 }

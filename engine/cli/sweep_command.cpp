@@ -41,7 +41,7 @@ class SweepCommand final : public Command {
     BoundInputs bound = inputs_.bind(program);
     options_.tols = parse_tolerances(tols_);
     options_.multipliers = multipliers_;
-    compiler_.apply_to(options_.diff, graph_, inputs_);
+    compiler_.apply_to(options_.diff, program, graph_, inputs_);
     options_.diff.rule = rule_.get();
     TerminalProgress progress;
     options_.diff.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };

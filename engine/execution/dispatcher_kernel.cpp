@@ -82,10 +82,14 @@ class DispatcherKernel : public Kernel {
     is_random_ = op_.hasTag(at::Tag::nondeterministic_seeded);
     for (const c10::Argument& a : schema.arguments())
       if (a.alias_info() && a.alias_info()->isWrite()) mutates_ = true;
+    for (const NamedArgument& a : node.inputs)
+      if (a.arg.kind == Argument::Kind::Device && runs_elsewhere(a.arg.as<Device>()))
+        device_rewrite_ = fmt::format("{} {} -> cpu", a.name, a.arg.as<Device>().str());
   }
 
   bool is_random() const override { return is_random_; }
   bool mutates_inputs() const override { return mutates_; }
+  std::string device_rewrite() const override { return device_rewrite_; }
 
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
     // The reference run has no lower dtypes to assert on; the native run keeps the check.
@@ -195,6 +199,12 @@ class DispatcherKernel : public Kernel {
       case K::Layout: return to_c10(a.as<Layout>());
       case K::Device: {
         const Device& d = a.as<Device>();
+        // pt2diff runs every graph on the CPU: a device baked in by an export on a GPU (factories,
+        // casts, metadata asserts) follows the run, as move_to_device_pass would rewrite it.
+        if (runs_elsewhere(d)) {
+          record(ctx, fmt::format("{} {} -> cpu", sa.name(), d.str()));
+          return c10::Device(c10::kCPU);
+        }
         return c10::Device(d.index < 0 ? d.type : fmt::format("{}:{}", d.type, d.index));
       }
       default:
@@ -214,7 +224,10 @@ class DispatcherKernel : public Kernel {
     return name + "." + (op_.schema().overload_name().empty() ? "default" : op_.schema().overload_name());
   }
 
+  static bool runs_elsewhere(const Device& d) { return d.type != "cpu" && d.type != "meta"; }
+
   std::vector<int> slots_;
+  std::string device_rewrite_;
   bool is_softmax_ = false;
   bool is_metadata_assert_ = false;
   bool is_bitcast_ = false;

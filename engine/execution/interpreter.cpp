@@ -112,7 +112,7 @@ struct Interpreter::Impl {
     for (const Node& n : g.nodes()) {
       order.push_back(n.id);
       std::string why;
-      auto kernel = make_kernel(n, why);
+      auto kernel = make_kernel(n, g, why);
       if (!kernel) problems.push_back(fmt::format("{}: {}", where(n), why));
       plan.kernels.push_back(std::move(kernel));
       for (const Subgraph* s : n.subgraphs()) plan_once(*s->graph, problems);
@@ -254,6 +254,20 @@ bool Interpreter::mutates_inputs() const {
     for (const auto& kernel : plan.kernels)
       if (kernel && kernel->mutates_inputs()) return true;
   return false;
+}
+
+std::vector<std::string> Interpreter::device_rewrites() const {
+  std::vector<std::string> out;
+  auto collect = [&](const Graph& g) {
+    const GraphPlan& plan = impl_->plans.at(&g);
+    for (const Node& n : g.nodes())
+      if (const auto& k = plan.kernels[static_cast<size_t>(n.id)]; k && !k->device_rewrite().empty())
+        out.push_back(fmt::format("{}: {}", where(n), k->device_rewrite()));
+  };
+  collect(impl_->program.ir.graph);
+  for (const auto& [graph, plan] : impl_->plans)
+    if (graph != &impl_->program.ir.graph) collect(*graph);
+  return out;
 }
 
 RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options) const {

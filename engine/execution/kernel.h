@@ -36,10 +36,13 @@ class Kernel {
   virtual bool is_random() const { return false; }
   /// Writes into an input in place (a custom op's `Tensor(a!)` argument in a training-IR graph).
   virtual bool mutates_inputs() const { return false; }
+  /// How this kernel departs from the node as written so that a graph exported on a GPU runs on the
+  /// CPU ("device cuda:0 -> cpu", a CUDA-only op run as its reference form); empty when it does not.
+  virtual std::string device_rewrite() const { return {}; }
 };
 
-/// Chooses the kernel for `node`, or returns nullptr and sets `why` when nothing can run it.
-std::unique_ptr<Kernel> make_kernel(const Node& node, std::string& why);
+/// Chooses the kernel for `node` of `graph`, or returns nullptr and sets `why` when nothing can run it.
+std::unique_ptr<Kernel> make_kernel(const Node& node, const Graph& graph, std::string& why);
 
 // The kernel families (one file each).
 std::unique_ptr<Kernel> make_dispatcher_kernel(const Node& node, std::string& why);
@@ -47,6 +50,9 @@ std::unique_ptr<Kernel> make_scalar_kernel(const Node& node, std::string& why);
 std::unique_ptr<Kernel> make_higher_order_kernel(const Node& node, std::string& why);
 /// auto_functionalized(_v2): the mutating op called on clones (dispatcher_kernel.cpp).
 std::unique_ptr<Kernel> make_auto_functionalized_kernel(const Node& node, std::string& why);
+/// A CUDA-only fused attention op run as aten._scaled_dot_product_attention_math (refused when the
+/// graph reads its other outputs).
+std::unique_ptr<Kernel> make_fused_attention_kernel(const Node& node, const Graph& graph, std::string& why);
 
 /// Resolves a literal-or-value symbolic argument.
 c10::IValue sym_value(const SymArg& s, const Frame& frame, const Graph& graph);

@@ -55,10 +55,11 @@ void store_output(const Argument& out, c10::IValue value, Frame& frame) {
   }
 }
 
-std::unique_ptr<Kernel> make_kernel(const Node& node, std::string& why) {
+std::unique_ptr<Kernel> make_kernel(const Node& node, const Graph& graph, std::string& why) {
   OpClass c = classify_op(node.target);
   switch (c.route) {
     case OpRoute::Dispatcher: return make_dispatcher_kernel(node, why);
+    case OpRoute::CpuSubstitute: return make_fused_attention_kernel(node, graph, why);
     case OpRoute::Scalar: return make_scalar_kernel(node, why);
     case OpRoute::HigherOrder: return make_higher_order_kernel(node, why);
     case OpRoute::Unsupported: why = c.reason; return nullptr;

@@ -28,6 +28,14 @@ const std::set<std::string>& scalar_ops() {
   return ops;
 }
 
+/// CUDA-only fused attention ops (what scaled_dot_product_attention becomes in a graph exported on a
+/// GPU): no CPU or fp64 kernel. The engine runs them as _scaled_dot_product_attention_math.
+const std::set<std::string>& cuda_fused_attention() {
+  static const std::set<std::string> ops = {"_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                                            "_scaled_dot_product_cudnn_attention"};
+  return ops;
+}
+
 OpClass classify_uncached(const std::string& target) {
   if (scalar_ops().count(target)) return {OpRoute::Scalar, ""};
   const std::string prefix = "torch.ops.";
@@ -42,7 +50,14 @@ OpClass classify_uncached(const std::string& target) {
   const std::string& ns = name->ns;
   if (ns == "prims")
     return {OpRoute::Unsupported, "a prims op (Python-only decomposition level): export with the default decompositions"};
-  if (c10::Dispatcher::singleton().findSchema({ns + "::" + name->name, name->overload})) return {OpRoute::Dispatcher, ""};
+  if (ns == "aten" && cuda_fused_attention().count(name->name)) return {OpRoute::CpuSubstitute, ""};
+  if (auto op = c10::Dispatcher::singleton().findSchema({ns + "::" + name->name, name->overload})) {
+    // The computed table counts composite kernels too, so this refuses only ops with no way to run on
+    // the CPU, where pt2diff runs every graph: CUDA-only ops of a GPU export, ops with a Meta kernel only.
+    if (!op->hasComputedKernelForDispatchKey(c10::DispatchKey::CPU))
+      return {OpRoute::Unsupported, "has no CPU kernel in this libtorch (a CUDA-only op?): pt2diff runs graphs on the CPU"};
+    return {OpRoute::Dispatcher, ""};
+  }
   if (ns == "aten")
     return {OpRoute::Unsupported, "not in this libtorch's dispatcher (an op newer than torch 2.13?)"};
   return {OpRoute::Unsupported,
@@ -79,6 +94,7 @@ const char* op_route_name(OpRoute route) {
     case OpRoute::Dispatcher: return "dispatcher";
     case OpRoute::HigherOrder: return "higher-order (subgraphs)";
     case OpRoute::Scalar: return "scalar (C++)";
+    case OpRoute::CpuSubstitute: return "CUDA-only: runs as math attention";
     case OpRoute::Unsupported: return "unsupported";
   }
   return "?";

@@ -11,6 +11,7 @@ enum class OpRoute {
   Dispatcher,   ///< an ATen or C++-registered op, called by name through the c10 dispatcher
   HigherOrder,  ///< a higher-order op the engine runs by interpreting its subgraphs
   Scalar,       ///< a symbolic scalar op (_operator.*, torch.sym_*, math.*) computed in C++
+  CpuSubstitute,  ///< a CUDA-only op (fused attention) run on the CPU as its reference form
   Unsupported,  ///< nothing in this process can run it
 };
 

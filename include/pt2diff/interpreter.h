@@ -125,6 +125,12 @@ class Interpreter {
   /// run may change later in that run, so keepers copy them.
   bool mutates_inputs() const;
 
+  /// What runs differently from the graph as written because pt2diff runs it on the CPU, one line per
+  /// node: "node 'scaled_dot_product_efficient_attention' (aten._scaled_dot_product_efficient_attention.default)
+  /// at model.py:26: a CUDA-only fused attention kernel, run as aten._scaled_dot_product_attention_math",
+  /// "... : device cuda:0 -> cpu". Empty for a graph exported on the CPU. Known before anything runs.
+  std::vector<std::string> device_rewrites() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -34,6 +34,10 @@ struct Program {
   std::vector<std::string> custom_objects;
   /// The archive's sample inputs (`data/sample_inputs/<model>.pt`), when it has them.
   std::optional<UserInputs> sample_inputs;
+  /// The device the graph was exported on, read from its tensors' metadata ("cuda:0" for a GPU export,
+  /// else "cpu"). pt2diff's own runs are on the CPU whatever it is: weights and inputs load there, and
+  /// devices baked into the graph are rewritten (docs/cuda-graphs.md). A compiler targets it by default.
+  Device export_device;
 
   /// Bytes of distinct storages behind `state` (shared storages counted once).
   int64_t weight_bytes() const;

@@ -1,6 +1,7 @@
 // tests/graphs/inputs_test.cpp — reading torch.save inputs and binding them to the signature.
 #include <gtest/gtest.h>
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/randn.h>
 
@@ -78,12 +79,27 @@ TEST(Inputs, EachMismatchIsOneClearError) {
   EXPECT_HAS(bind_error(p, scalar), "input 'x' must be a tensor (float32[4, 32] cpu), got int 3");
 }
 
-TEST(Inputs, DeviceMismatchSaysWhereTheGraphWasExported) {
+TEST(Inputs, AGraphExportedOnCudaTakesCpuInputs) {
+  Program p = load_program(fixture("cuda/attention_cuda_fp32.pt2"));
+  EXPECT_EQ(p.export_device.str(), "cuda:0");
+  EXPECT_EQ(load_program(fixture("mlp.pt2")).export_device.str(), "cpu");
+  EXPECT_EQ(bind_inputs(p, load_inputs(fixture("cuda/attention_cuda_fp32_inputs.pt"))).entries.size(), 1u);
+  // Saved from GPU tensors (torch.save of cuda:0 tensors on the H200): they load on the CPU.
+  UserInputs saved_on_gpu = load_inputs(fixture("cuda/attention_cuda_fp32_inputs_saved_on_cuda.pt"));
+  const at::Tensor& x = std::get<at::Tensor>(saved_on_gpu.args.at(0));
+  EXPECT_TRUE(x.device().is_cpu());
+  EXPECT_TRUE(x.equal(std::get<at::Tensor>(load_inputs(fixture("cuda/attention_cuda_fp32_inputs.pt")).args.at(0))));
+  // The archive's own sample inputs were saved on cuda:0 too.
+  ASSERT_TRUE(p.sample_inputs.has_value());
+  EXPECT_TRUE(std::get<at::Tensor>(p.sample_inputs->args.at(0)).device().is_cpu());
+}
+
+TEST(Inputs, ATensorOffTheCpuIsRefused) {
   Program p = load_program(fixture("mlp.pt2"));
-  // As if exported on a GPU: the input meta says cuda, the file holds CPU tensors.
-  p.ir.graph.mutable_value(p.ir.graph.find("x")).meta->device = Device{"cuda", 0};
-  EXPECT_HAS(bind_error(p, load_inputs(fixture("mlp_inputs.pt"))),
-             "input 'x' is on cpu, the graph was exported on cuda:0: pass --device cuda");
+  UserInputs in;
+  in.origin = "meta";
+  in.args.push_back(at::empty({4, 32}, at::TensorOptions().device(at::kMeta)));
+  EXPECT_HAS(bind_error(p, in), "input 'x' is on meta: pt2diff runs graphs on the CPU");
 }
 
 TEST(Inputs, DynamicDimsAreCheckedAgainstTheirRange) {
