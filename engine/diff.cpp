@@ -72,6 +72,21 @@ OutputVerdict no_compiled_value(OutputVerdict ov, const std::string& why) {
   return ov;
 }
 
+/// What running a GPU export on the CPU changes, grouped by kind: "device cuda:0 -> cpu: arange, full".
+std::string cpu_run_warning(const Program& program, const std::vector<DeviceRewrite>& rewrites) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_kind;
+  for (const DeviceRewrite& rw : rewrites) {
+    auto it = std::find_if(by_kind.begin(), by_kind.end(), [&](const auto& k) { return k.first == rw.what; });
+    if (it == by_kind.end()) it = by_kind.insert(by_kind.end(), {rw.what, {}});
+    it->second.push_back(rw.node);
+  }
+  std::vector<std::string> kinds;
+  for (const auto& [what, nodes] : by_kind) kinds.push_back(fmt::format("{} ({})", what, fmt::join(nodes, ", ")));
+  return fmt::format("the graph was exported on {}; pt2diff's eager and fp64 runs are on the CPU, so eager is CPU eager "
+                     "(close to, not bit for bit, {} eager){}{}", program.export_device.str(), program.export_device.type,
+                     kinds.empty() ? "" : "; run differently there: ", fmt::join(kinds, "; "));
+}
+
 /// Compiles and runs one region, recording how it went; nullopt when the backend failed.
 std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const RegionSpec& region,
                                                         const std::vector<c10::IValue>& inputs, const std::string& what,
@@ -235,14 +250,7 @@ DiffResult run_diff(const Program& program, const BoundInputs& inputs, const Dif
     r.warnings.push_back("an op in this graph mutates values in place (a custom op in a training-IR graph): the exploded compile "
                          "and localization are skipped; export the core ATen graph (ep.run_decompositions(), where mutation "
                          "is functional: auto_functionalized) to localize");
-  if (program.export_device.type != "cpu") {
-    const auto rewrites = interpreter.device_rewrites();
-    r.warnings.push_back(fmt::format(
-        "the graph was exported on {}; pt2diff's eager and fp64 runs are on the CPU, so eager is CPU eager (close to, not bit "
-        "for bit, {} eager){}{}", program.export_device.str(), program.export_device.type,
-        rewrites.empty() ? "" : fmt::format("; {} node{} run differently there: ", rewrites.size(), rewrites.size() == 1 ? "" : "s"),
-        fmt::join(rewrites, "; ")));
-  }
+  if (program.export_device.type != "cpu") r.warnings.push_back(cpu_run_warning(program, interpreter.device_rewrites()));
   const bool exploded = options.exploded && backend->compiles_regions() && !in_place;
   const bool bisect = options.localize.enabled && !in_place;
   const bool keep = exploded || (bisect && backend->compiles_regions());

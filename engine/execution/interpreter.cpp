@@ -256,13 +256,13 @@ bool Interpreter::mutates_inputs() const {
   return false;
 }
 
-std::vector<std::string> Interpreter::device_rewrites() const {
-  std::vector<std::string> out;
+std::vector<DeviceRewrite> Interpreter::device_rewrites() const {
+  std::vector<DeviceRewrite> out;
   auto collect = [&](const Graph& g) {
     const GraphPlan& plan = impl_->plans.at(&g);
     for (const Node& n : g.nodes())
       if (const auto& k = plan.kernels[static_cast<size_t>(n.id)]; k && !k->device_rewrite().empty())
-        out.push_back(fmt::format("{}: {}", where(n), k->device_rewrite()));
+        out.push_back({n.name, short_target(n.target), n.source.user_frame(), k->device_rewrite()});
   };
   collect(impl_->program.ir.graph);
   for (const auto& [graph, plan] : impl_->plans)

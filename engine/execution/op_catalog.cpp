@@ -94,7 +94,7 @@ const char* op_route_name(OpRoute route) {
     case OpRoute::Dispatcher: return "dispatcher";
     case OpRoute::HigherOrder: return "higher-order (subgraphs)";
     case OpRoute::Scalar: return "scalar (C++)";
-    case OpRoute::CpuSubstitute: return "CUDA-only: runs as math attention";
+    case OpRoute::CpuSubstitute: return "math attention (CUDA-only op)";
     case OpRoute::Unsupported: return "unsupported";
   }
   return "?";

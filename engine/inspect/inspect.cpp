@@ -66,6 +66,7 @@ InspectReport inspect(const Program& p, const std::optional<UserInputs>& inputs)
   const std::string verifier = p.ir.verifiers.empty() ? "" : p.ir.verifiers.front();
   r.dialect = verifier == "TRAINING" ? "training IR" : verifier == "ATEN" ? "ATen IR (decomposed)" : verifier.empty() ? "unknown IR" : verifier;
   r.top_level_nodes = static_cast<int64_t>(g.nodes().size());
+  r.export_device = p.export_device.str();
 
   std::map<std::string, InspectReport::Op> ops;
   count_ops(g, ops, r.dtypes, r);
@@ -135,6 +136,9 @@ std::string to_text(const InspectReport& r) {
   else
     line(fmt::format("graph: {} nodes ({} top-level, {} in {} subgraphs)", r.nodes, r.top_level_nodes, r.nodes - r.top_level_nodes,
                      r.subgraphs));
+  if (r.export_device != "cpu")
+    line(fmt::format("exported on {}: pt2diff runs it on the CPU (baked devices rewritten, CUDA-only attention as math "
+                     "attention); a compiler targets {} unless --device says otherwise", r.export_device, r.export_device));
   auto table = [&](const char* title, const std::vector<InspectReport::Tensor>& rows) {
     line(fmt::format("{} ({}):", title, rows.size()));
     size_t w = 4;

@@ -28,6 +28,7 @@ std::string to_json(const InspectReport& r) {
       {"nodes", r.nodes},
       {"top_level_nodes", r.top_level_nodes},
       {"subgraphs", r.subgraphs},
+      {"export_device", r.export_device},
       {"inputs", tensors(r.inputs)},
       {"outputs", tensors(r.outputs)},
       {"weights", {{"parameters", r.parameters}, {"buffers", r.buffers}, {"constants", r.constants},

@@ -46,6 +46,7 @@ struct InspectReport {
   int64_t nodes = 0;          ///< every node, subgraphs included
   int64_t top_level_nodes = 0;
   int64_t subgraphs = 0;
+  std::string export_device;  ///< "cpu", or "cuda:0" for a graph exported on a GPU (run on the CPU here)
   std::vector<Op> ops;                  ///< sorted by count, then name
   std::map<std::string, int64_t> dtypes;  ///< dtype → number of tensor values of that dtype
   std::vector<Tensor> inputs;           ///< user inputs and constant inputs, in signature order

@@ -91,6 +91,14 @@ std::vector<c10::IValue> graph_input_values(const Program& program, const BoundI
 /// run. Load before load_program(). Throws pt2diff::Error(Usage) naming the file and the loader's reason.
 void load_op_library(const std::string& path);
 
+/// One node of a graph exported on a GPU that runs differently on the CPU.
+struct DeviceRewrite {
+  std::string node;    ///< "arange"
+  std::string op;      ///< "aten.arange.start_step"
+  std::string source;  ///< the user's frame, "model.py:37 in forward: ..."; empty when the archive has none
+  std::string what;    ///< "device cuda:0 -> cpu", "a CUDA-only fused attention kernel, run as aten._scaled_dot_product_attention_math"
+};
+
 class Interpreter {
  public:
   /// Plans every node (subgraphs included). Throws pt2diff::Error(Unsupported) listing every op the
@@ -125,11 +133,9 @@ class Interpreter {
   /// run may change later in that run, so keepers copy them.
   bool mutates_inputs() const;
 
-  /// What runs differently from the graph as written because pt2diff runs it on the CPU, one line per
-  /// node: "node 'scaled_dot_product_efficient_attention' (aten._scaled_dot_product_efficient_attention.default)
-  /// at model.py:26: a CUDA-only fused attention kernel, run as aten._scaled_dot_product_attention_math",
-  /// "... : device cuda:0 -> cpu". Empty for a graph exported on the CPU. Known before anything runs.
-  std::vector<std::string> device_rewrites() const;
+  /// The nodes that run differently from the graph as written because pt2diff runs it on the CPU, in
+  /// graph order. Empty for a graph exported on the CPU. Known before anything runs.
+  std::vector<DeviceRewrite> device_rewrites() const;
 
  private:
   struct Impl;

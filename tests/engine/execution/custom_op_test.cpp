@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "../../test_support.h"
+#include "../numerics.h"
 #include "pt2diff/error.h"
 #include "pt2diff/interpreter.h"
 
@@ -16,11 +17,7 @@ namespace pt2diff {
 namespace {
 
 using testing::fixture;
-
-double relative_error(const at::Tensor& got, const at::Tensor& want) {
-  const double scale = want.abs().max().item<double>();
-  return got.to(at::kDouble).sub(want.to(at::kDouble)).abs().max().item<double>() / std::max(scale, 1e-300);
-}
+using testing::relative_error;
 
 TEST(CustomOps, UnloadedLibraryIsNamedBeforeRunning) {
   Program p = load_program(fixture("mutating_custom_op_core.pt2"));

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""A graph exported on a GPU meets the Inductor worker (tests, run by ctest).
+
+    cuda_export_inductor.py PT2DIFF FIXTURES_DIR
+
+- By default Inductor compiles for the device the graph was exported on (cuda:0). Where this torch has
+  no CUDA, that is one clear line naming the remedy and exit code 4; the eager and fp64 results are
+  still reported.
+- With --device cpu the worker loads the GPU archive on the CPU (weights, sample inputs and baked
+  devices moved, fused attention as math attention) and Inductor's result is as close to CUDA eager
+  as pt2diff's CPU eager is: its RMSE to the float64 module within 2x CUDA eager's (same()'s fp32
+  multiplier), on the plain and the masked attention.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+
+def rmse(a, b):
+    return (a.double() - b.double()).pow(2).mean().sqrt().item()
+
+
+def main():
+    pt2diff, fixtures = sys.argv[1], os.path.join(sys.argv[2], "cuda")
+    failures = []
+    graph = os.path.join(fixtures, "attention_cuda_fp32.pt2")
+    inputs = os.path.join(fixtures, "attention_cuda_fp32_inputs.pt")
+    if not torch.cuda.is_available():
+        run = subprocess.run([pt2diff, graph, inputs], capture_output=True, text=True)
+        lines = [line for line in run.stderr.splitlines() if line.strip()]
+        if run.returncode != 4 or len(lines) != 1 or "sees no CUDA device" not in lines[0] or "--device cpu" not in lines[0]:
+            failures.append(f"default device: exit {run.returncode}, stderr {run.stderr!r}")
+        if "compiled = inductor (cuda:0)" not in run.stdout or "warning: the graph was exported on cuda:0" not in run.stdout:
+            failures.append(f"default device: the report does not say what ran where:\n{run.stdout}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("attention_cuda_fp32", "attention_cuda_masked_fp32"):
+            saved = os.path.join(tmp, name + ".pt")
+            run = subprocess.run([pt2diff, os.path.join(fixtures, name + ".pt2"), os.path.join(fixtures, name + "_inputs.pt"),
+                                  "--device", "cpu", "--save-outputs", saved], capture_output=True, text=True)
+            if run.returncode != 0 or "AGREE" not in run.stdout or "FAILED" in run.stdout:
+                failures.append(f"{name} --device cpu: exit {run.returncode}\n{run.stdout}\n{run.stderr}")
+                continue
+            (compiled,), _, _ = torch.load(saved, weights_only=True)
+            (cuda,) = torch.load(os.path.join(fixtures, name + "_cuda_expected.pt"), weights_only=True)
+            (truth,) = torch.load(os.path.join(fixtures, name + "_fp64_expected.pt"), weights_only=True)
+            ratio = rmse(compiled, truth) / rmse(cuda, truth)
+            print(f"{name}: Inductor on the CPU, RMSE to fp64 {rmse(compiled, truth):.3e} = {ratio:.2f}x CUDA eager's")
+            if ratio > 2.0:
+                failures.append(f"{name}: Inductor on the CPU is {ratio:.2f}x farther from fp64 than CUDA eager")
+    for f in failures:
+        print("FAIL:", f)
+    if failures:
+        sys.exit(1)
+    print("GPU exports compile for the CPU")
+
+
+if __name__ == "__main__":
+    main()
