@@ -170,13 +170,15 @@ class Worker:
         if self.program is None:
             raise Failure("bad_request", "export before load")
         gm, input_names = self.region_module(req["nodes"], req["inputs"], req["outputs"], False)
-        example = [v.detach().cpu() if isinstance(v, torch.Tensor) else v
+        # Exported on the load's device (a GPU export's window stays on the GPU, fused kernels and all);
+        # the inputs are saved from the CPU, which loads anywhere.
+        example = [v.detach() if isinstance(v, torch.Tensor) else v
                    for v in self.region_inputs(req["example_inputs"], input_names)]
-        gm = gm.cpu()
+        gm = gm.to(self.device)
         try:
             ep = torch.export.export(gm, tuple(example), strict=False)
             torch.export.save(ep, req["archive"])
-            torch.save(tuple(example), req["inputs_file"])
+            torch.save(tuple(v.cpu() if isinstance(v, torch.Tensor) else v for v in example), req["inputs_file"])
         except Exception as e:  # noqa: BLE001
             raise Failure("export_failed", f"{type(e).__name__}: {first_line(str(e))}", traceback.format_exc())
         return {"nodes": [n.name for n in ep.graph.nodes if n.op == "call_function"]}
@@ -298,7 +300,12 @@ def math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, en
     out = torch.ops.aten._scaled_dot_product_attention_math.default(
         query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)[0]
     if stride is not None and out.stride() != stride:
-        out = torch.empty_strided(out.shape, stride, dtype=out.dtype, device=out.device).copy_(out)
+        # Functional (no copy_ in a traced or exported graph): the dense layout whose dims are ordered
+        # by the recorded strides, which is what the fused kernels return.
+        order = sorted(range(out.dim()), key=lambda d: -stride[d])
+        laid_out = out.permute(order).contiguous().permute(sorted(range(out.dim()), key=order.__getitem__))
+        out = laid_out if laid_out.stride() == stride else torch.empty_strided(
+            out.shape, stride, dtype=out.dtype, device=out.device).copy_(out)
     return (out,) + (None,) * (outputs - 1)
 
 

@@ -10,6 +10,7 @@
 
 #include "engine/backends/backends.h"
 #include "engine/backends/worker_backend.h"
+#include "engine/execution/op_catalog.h"
 #include "graphs/graph_text.h"
 #include "pt2diff/error.h"
 
@@ -34,7 +35,7 @@ std::string op_of(const Node& n) {
 
 /// A fault spec naming a node of the full graph, renamed for the repro: node names change when the
 /// window is exported again, the K-th occurrence of its op inside the window does not.
-std::string spec_for_repro(const std::string& spec, const Graph& g, const std::vector<NodeId>& window) {
+std::string spec_for_repro(const std::string& spec, const Graph& g, const std::vector<NodeId>& window, bool on_cpu) {
   if (spec.rfind("fault:", 0) != 0) return spec;
   const std::string body = spec.substr(6);
   const std::string planted = fault_node(body, g);
@@ -45,10 +46,21 @@ std::string spec_for_repro(const std::string& spec, const Graph& g, const std::v
     if (n.name == planted) {
       for (NodeId before : window)
         if (before <= id && op_of(g.node(before)) == op_of(n)) ++k;
-      return fmt::format("fault:{}#{}:{}", op_of(n), k, kind);
+      // Exported on the CPU, a CUDA-only fused attention is its math form there.
+      const bool substituted = on_cpu && classify_op(n.target).route == OpRoute::CpuSubstitute;
+      return fmt::format("fault:{}#{}:{}", substituted ? "aten._scaled_dot_product_attention_math" : op_of(n), k, kind);
     }
   }
   return spec;
+}
+
+bool compiles_for_a_device(const std::string& compiled) { return compiled == "inductor" || compiled.rfind("external:", 0) == 0; }
+
+/// Where the window is exported: a GPU export's window on the GPU when the compiler targets it (the
+/// repro keeps the fused kernels the bug is in); otherwise on the CPU, which every machine can load.
+std::string repro_device(const Program& program, const DiffOptions& options) {
+  const bool gpu_compile = compiles_for_a_device(options.compiled) && options.backend.device.rfind("cuda", 0) == 0;
+  return program.export_device.type != "cpu" && gpu_compile ? options.backend.device : "cpu";
 }
 
 }  // namespace
@@ -77,7 +89,7 @@ Repro write_repro(const Program& program, const Culprit& culprit, const Referenc
   for (ValueId v : region.inputs) inputs.push_back(refs.rounded[static_cast<size_t>(v)]);
   try {
     BackendOptions worker_options = options.backend;
-    worker_options.device = "cpu";
+    worker_options.device = repro_device(program, options);
     make_inductor_worker(program, worker_options)->export_region(region, inputs, repro.archive, repro.inputs);
   } catch (const BackendFailure& f) {
     repro.message = f.what();
@@ -87,10 +99,10 @@ Repro write_repro(const Program& program, const Culprit& culprit, const Referenc
     return repro;
   }
   std::string command = fmt::format("pt2diff {} {} --compiled {}", repro.archive, repro.inputs,
-                                    quoted(spec_for_repro(options.compiled, g, window)));
+                                    quoted(spec_for_repro(options.compiled, g, window, repro_device(program, options) == "cpu")));
   if (options.rule.tol != ToleranceRule{}.tol) command += fmt::format(" --tol {:g}", options.rule.tol);
   for (const std::string& kv : options.backend.inductor_config) command += " --inductor-config " + quoted(kv);
-  if (options.backend.device != "cpu") command += " --device " + options.backend.device;
+  if (compiles_for_a_device(options.compiled) && options.backend.device != "cpu") command += " --device " + options.backend.device;
   repro.command = command;
   std::ofstream readme(fs::path(options.repro_dir) / "README.md");
   readme << fmt::format(

@@ -45,6 +45,14 @@ def main():
             (got,) = torch.load(result, weights_only=True)
             print(f"{name:<28} inductor on {device:<4}: max |compiled - cuda eager| {(got.double() - expected.double()).abs().max().item():.3e}"
                   f"  RMSE to fp64: compiled {rmse(got, fp64):.3e}, cuda eager {rmse(expected, fp64):.3e}")
+            # The repro writer's export: on the load's device, so a GPU window keeps its fused kernels.
+            archive_out = os.path.join(out, f"{name}_{device}_window.pt2")
+            w.export({"nodes": nodes, "inputs": inputs, "outputs": outputs, "example_inputs": sent,
+                      "archive": archive_out, "inputs_file": os.path.join(out, "window_inputs.pt")})
+            window = torch.export.load(archive_out)
+            ops = sorted({str(n.target) for n in window.graph.nodes if "attention" in str(n.target)})
+            print(f"{'':<28} exported for {device:<4}: {ops}, input on "
+                  f"{next(n for n in window.graph.nodes if n.op == 'placeholder').meta['val'].device}")
     print(torch.__version__)
 
 

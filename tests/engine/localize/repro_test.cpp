@@ -43,5 +43,27 @@ TEST(Repro, TheWrittenWindowDivergesAgainAtTheSameOp) {
   EXPECT_EQ(rloc["culprit"]["ops"], nlohmann::json::array({"aten.bmm.default"}));
 }
 
+TEST(Repro, AGpuExportsWindowIsWrittenForTheCpuWithItsMathAttention) {
+  // Here (no CUDA) the window of a graph exported on cuda:0 is exported on the CPU, where its fused
+  // attention is math attention: the fault spec follows the op, and the repro diverges there again.
+  const std::string dir = ::testing::TempDir() + "pt2diff_repro_cuda_attention";
+  std::filesystem::remove_all(dir);
+  const std::string report = dir + ".json";
+  auto r = testing::run_cli(fmt::format("{} {} --compiled fault:_scaled_dot_product_efficient_attention:scale=0.05 --repro {} --json {}",
+                                        fixture("cuda/attention_cuda_fp32.pt2"), fixture("cuda/attention_cuda_fp32_inputs.pt"), dir,
+                                        report));
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  nlohmann::json loc = read_json(report)["localization"];
+  ASSERT_EQ(loc["culprit"]["nodes"], nlohmann::json::array({"_scaled_dot_product_efficient_attention"}));
+  ASSERT_TRUE(loc["repro"]["ok"]) << loc["repro"]["message"];
+  const std::string command = loc["repro"]["command"];
+  EXPECT_EQ(command, "pt2diff " + dir + "/repro.pt2 " + dir + "/repro_inputs.pt --compiled 'fault:aten._scaled_dot_product_attention_math#1:scale=0.05'");
+  const std::string again = dir + "/again.json";
+  auto rerun = testing::run_cli(command.substr(std::string("pt2diff ").size()) + " --json " + again);
+  EXPECT_EQ(rerun.exit_code, 1) << rerun.out << rerun.err;
+  nlohmann::json rloc = read_json(again)["localization"];
+  EXPECT_EQ(rloc["culprit"]["ops"], nlohmann::json::array({"aten._scaled_dot_product_attention_math.default"}));
+}
+
 }  // namespace
 }  // namespace pt2diff
