@@ -120,6 +120,7 @@ dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;overflow-wrap:anywhere}
 .hint .summary{font-size:14.5px}
 .suggestion{background:#eef5fd;border-radius:6px;padding:8px 12px;margin:10px 0}
 .suggestion .arrow{color:var(--accent);font-weight:700}
+.warnbox{background:var(--warn-bg);color:var(--warn);border-radius:8px;padding:8px 14px;margin:10px 0}
 ul.notes{margin:6px 0;padding-left:20px}ul.notes li{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
 table.evidence{width:auto;min-width:420px}
 table.evidence td:first-child{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
@@ -198,6 +199,13 @@ std::string outputs_section(const DiffResult& r) {
     s += fmt::format("<td class=\"brk\">{}</td></tr>\n", no_value ? "no compiled value" : esc(o.verdict.detail));
   }
   s += "</tbody></table></div>\n";
+  // What the user must know to read the numbers (a GPU export run on the CPU, in-place mutation).
+  for (const std::string& w : r.warnings) s += "<p class=\"warnbox\"><strong>warning:</strong> " + esc(w) + "</p>\n";
+  if (!r.fixups.empty()) {
+    s += "<details><summary>fp64 fix-ups applied</summary><ul class=\"notes\">";
+    for (const std::string& f : r.fixups) s += "<li>" + esc(f) + "</li>";
+    s += "</ul></details>\n";
+  }
   if (!r.compiles.empty()) {
     s += "<h3>Compiles</h3><div class=\"table-scroll\"><table><thead><tr><th>what</th><th class=\"n\">nodes</th><th>status</th>"
          "<th class=\"n\">compile</th><th class=\"n\">run</th><th>message</th></tr></thead><tbody>\n";

@@ -8,6 +8,7 @@
 
 #include "../../test_support.h"
 #include "../numerics.h"
+#include "pt2diff/diff.h"
 #include "pt2diff/error.h"
 #include "pt2diff/interpreter.h"
 
@@ -112,6 +113,18 @@ TEST(CudaExport, AnOpWithNoCpuKernelIsNamedBeforeRunning) {
               std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("has no CPU kernel in this libtorch"), std::string::npos) << e.what();
   }
+}
+
+TEST(CudaExport, ATestHarnessSummarySaysTheGraphRanOnTheCpu) {
+  Program p = load_program(fixture("cuda/attention_cuda_fp32.pt2"));
+  DiffOptions o;
+  o.compiled = "fault:_scaled_dot_product_efficient_attention:scale=0.05";
+  const DiffResult r = diff(p, bind_inputs(p, load_inputs(fixture("cuda/attention_cuda_fp32_inputs.pt"))), o);
+  ASSERT_TRUE(r.diverged);
+  const std::string summary = to_summary(r);
+  EXPECT_NE(summary.find("_scaled_dot_product_efficient_attention (aten._scaled_dot_product_efficient_attention.default) at "
+                         "make_cuda_attention.py:43"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("warning: the graph was exported on cuda:0"), std::string::npos) << summary;
 }
 
 TEST(CudaExport, TheMainJobComparesOnTheCpuAndSaysSo) {

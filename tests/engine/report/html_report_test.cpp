@@ -95,6 +95,8 @@ DiffResult hostile_result() {
   r.inputs = "in&puts.pt";
   r.compiled = "fault: <b>";
   r.diverged = true;
+  r.warnings = {"exported on <w>"};
+  r.fixups = {"aten.full.default: device <f> -> cpu"};
   NodeError n;
   n.name = evil;
   n.target = "aten.mm.default";
@@ -152,7 +154,7 @@ TEST(HtmlReport, EscapesEveryStringFromTheGraph) {
   const std::string html = to_html(hostile_result(), {nullptr, "pt2diff 'g<1>.pt2'", ""});
   EXPECT_EQ(html.find("<script"), std::string::npos) << "no script at all, and none smuggled in by a node name";
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
-  for (const char* raw : {"<m>", "<i>", "<this>", "<1>", "<ev>", "<x>", "<b>", "a < b", "x < 3 &"})
+  for (const char* raw : {"<m>", "<i>", "<this>", "<1>", "<ev>", "<x>", "<b>", "a < b", "x < 3 &", "<w>", "<f>"})
     EXPECT_EQ(html.find(raw), std::string::npos) << raw;
   EXPECT_NE(html.find("g&lt;1&gt;.pt2"), std::string::npos);
   EXPECT_NE(html.find("pt2diff &#39;g&lt;1&gt;.pt2&#39;"), std::string::npos) << "the command, escaped";
@@ -167,6 +169,8 @@ TEST(HtmlReport, HasEverySection) {
     EXPECT_NE(html.find(id), std::string::npos) << id;
   EXPECT_NE(html.find("lower_precision_than_promotion"), std::string::npos);
   EXPECT_NE(html.find("rmse_compiled_to_fp64"), std::string::npos);
+  EXPECT_NE(html.find("<p class=\"warnbox\"><strong>warning:</strong> exported on &lt;w&gt;</p>"), std::string::npos) << "warnings are shown";
+  EXPECT_NE(html.find("<summary>fp64 fix-ups applied</summary>"), std::string::npos);
   EXPECT_NE(html.find("class=\"band\""), std::string::npos) << "the culprit is highlighted in the profile";
   EXPECT_EQ(html.find("culprit-dag"), std::string::npos) << "no program: no neighbourhood";
   EXPECT_EQ(html.find("<link"), std::string::npos);
