@@ -29,7 +29,8 @@ const std::set<std::string>& scalar_ops() {
 }
 
 /// CUDA-only fused attention ops (what scaled_dot_product_attention becomes in a graph exported on a
-/// GPU): no CPU or fp64 kernel. The engine runs them as _scaled_dot_product_attention_math.
+/// GPU): no CPU or fp64 kernel. The engine runs them as _scaled_dot_product_attention_math (fused_attention_kernel.cpp);
+/// keep in step with CUDA_FUSED_ATTENTION in engine/backends/inductor_worker.py, which does the same for Inductor.
 const std::set<std::string>& cuda_fused_attention() {
   static const std::set<std::string> ops = {"_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
                                             "_scaled_dot_product_cudnn_attention"};
