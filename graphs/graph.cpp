@@ -216,6 +216,12 @@ std::vector<ValueId> Node::output_values() const {
   return out;
 }
 
+const NamedArgument* Node::input(std::string_view name) const {
+  for (const NamedArgument& a : inputs)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
 std::vector<const Subgraph*> Node::subgraphs() const {
   std::vector<const Subgraph*> out;
   for (const NamedArgument& in : inputs)

@@ -262,7 +262,7 @@ class AutoFunctionalizedKernel final : public DispatcherKernel {
     std::vector<c10::IValue> clones;
     if (!v2_) {
       for (const c10::Argument& a : mutable_) {
-        const NamedArgument* in = input(node, a.name());
+        const NamedArgument* in = node.input(a.name());
         c10::IValue value = in ? value_of(in->arg, f, g) : c10::IValue();
         if (value.isTensor()) value = clone_preserve_strides(value.toTensor());
         else if (value.isTensorList()) {
@@ -275,11 +275,11 @@ class AutoFunctionalizedKernel final : public DispatcherKernel {
       }
     } else {
       std::vector<at::Tensor> bases;
-      if (const NamedArgument* all = input(node, "_all_bases"))
+      if (const NamedArgument* all = node.input("_all_bases"))
         for (ValueId v : all->arg.as<std::vector<ValueId>>()) bases.push_back(f.at(v, g).toTensor());
       std::vector<int64_t> only;
       bool clone_all = true;
-      if (const NamedArgument* o = input(node, "_only_clone_these_bases"); o && o->arg.kind == Argument::Kind::Ints) {
+      if (const NamedArgument* o = node.input("_only_clone_these_bases"); o && o->arg.kind == Argument::Kind::Ints) {
         only = o->arg.as<std::vector<int64_t>>();
         clone_all = false;
       }
@@ -288,7 +288,7 @@ class AutoFunctionalizedKernel final : public DispatcherKernel {
           bases[i] = clone_preserve_strides(bases[i]);
       for (const c10::Argument& a : mutable_) {
         if (a.real_type()->kind() == c10::TypeKind::ListType) {
-          const NamedArgument* length = input(node, "_" + a.name() + "_length");
+          const NamedArgument* length = node.input("_" + a.name() + "_length");
           if (!length || length->arg.kind == Argument::Kind::None) {
             given[a.name()] = c10::IValue();
             continue;
@@ -317,12 +317,6 @@ class AutoFunctionalizedKernel final : public DispatcherKernel {
   }
 
  private:
-  static const NamedArgument* input(const Node& node, const std::string& name) {
-    for (const NamedArgument& a : node.inputs)
-      if (a.name == name) return &a;
-    return nullptr;
-  }
-
   static c10::IValue value_of(const Argument& a, const Frame& f, const Graph& g) {
     if (a.kind == Argument::Kind::Tensor || a.kind == Argument::Kind::OptionalTensor) {
       const ValueId v = a.as<ValueId>();
@@ -347,20 +341,20 @@ class AutoFunctionalizedKernel final : public DispatcherKernel {
   /// One mutated argument rebuilt from the (cloned) bases: as_strided, a slice, an alias, the base.
   c10::IValue regenerate(const Node& node, const Frame& f, const Graph& g, const std::string& prefix,
                          const std::vector<at::Tensor>& bases) const {
-    const NamedArgument* index = input(node, prefix + "_base_index");
+    const NamedArgument* index = node.input(prefix + "_base_index");
     if (!index || index->arg.kind == Argument::Kind::None) return c10::IValue();
     const int64_t i = scalar_value(index->arg, f, g).toInt();
     if (i < 0 || static_cast<size_t>(i) >= bases.size())
       throw Error(Error::Kind::BadArchive, fmt::format("node '{}': {}_base_index {} is outside _all_bases ({} tensors)", node.name,
                                                        prefix, i, bases.size()));
     const at::Tensor& base = bases[static_cast<size_t>(i)];
-    if (input(node, prefix + "_alias")) return base.alias();
-    if (const NamedArgument* offset = input(node, prefix + "_storage_offset"))
-      return base.as_strided(ints(input(node, prefix + "_size"), f, g), ints(input(node, prefix + "_stride"), f, g),
+    if (node.input(prefix + "_alias")) return base.alias();
+    if (const NamedArgument* offset = node.input(prefix + "_storage_offset"))
+      return base.as_strided(ints(node.input(prefix + "_size"), f, g), ints(node.input(prefix + "_stride"), f, g),
                              scalar_value(offset->arg, f, g).toInt());
-    if (const NamedArgument* dim = input(node, prefix + "_slice_dim")) {
+    if (const NamedArgument* dim = node.input(prefix + "_slice_dim")) {
       auto number = [&](const std::string& what) -> std::optional<int64_t> {
-        const NamedArgument* a = input(node, prefix + what);
+        const NamedArgument* a = node.input(prefix + what);
         if (!a || a->arg.kind == Argument::Kind::None) return std::nullopt;
         return scalar_value(a->arg, f, g).toInt();
       };

@@ -15,12 +15,6 @@ namespace pt2diff {
 
 namespace {
 
-const NamedArgument* input(const Node& node, const std::string& name) {
-  for (const NamedArgument& a : node.inputs)
-    if (a.name == name) return &a;
-  return nullptr;
-}
-
 /// The node's result 0 keeps the strides the graph recorded: the fused kernels return (B, H, T, D)
 /// over (B, T, H, D) memory, and later `view`s of the graph rely on that layout.
 at::Tensor with_recorded_strides(const at::Tensor& out, const Value& value) {
@@ -39,7 +33,7 @@ at::Tensor with_recorded_strides(const at::Tensor& out, const Value& value) {
 class FusedAttentionKernel final : public Kernel {
  public:
   FusedAttentionKernel(c10::OperatorHandle math, const Node& node) : math_(std::move(math)), fused_(short_target(node.target)) {
-    const NamedArgument* dropout = input(node, "dropout_p");
+    const NamedArgument* dropout = node.input("dropout_p");
     random_ = dropout && dropout->arg.kind == Argument::Kind::Float && dropout->arg.as<double>() != 0.0;
   }
 
@@ -51,13 +45,13 @@ class FusedAttentionKernel final : public Kernel {
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
     if (ctx.fixups) ctx.fixups->insert(fmt::format("{}: CUDA fused kernel -> aten._scaled_dot_product_attention_math", fused_));
     auto tensor = [&](const char* name) -> c10::IValue {
-      const NamedArgument* a = input(node, name);
+      const NamedArgument* a = node.input(name);
       if (!a || a->arg.kind == Argument::Kind::None) return {};
       const ValueId v = a->arg.as<ValueId>();
       return v == kNoValue ? c10::IValue() : f.at(v, g);
     };
     auto number = [&](const char* name, c10::IValue fallback) -> c10::IValue {
-      const NamedArgument* a = input(node, name);
+      const NamedArgument* a = node.input(name);
       if (!a) return fallback;
       c10::IValue n = scalar_value(a->arg, f, g);
       return n.isNone() ? fallback : n;
@@ -76,8 +70,8 @@ class FusedAttentionKernel final : public Kernel {
     torch::jit::Stack stack{query, key, value, mask, dropout, number("is_causal", false), c10::IValue(),
                             number("scale", c10::IValue()), gqa};
     math_.callBoxed(stack);
-    const ValueId out = node.outputs.empty() ? kNoValue : node.outputs[0].values().empty() ? kNoValue : node.outputs[0].values()[0];
-    if (out != kNoValue) store_output(node.outputs[0], with_recorded_strides(stack.at(0).toTensor(), g.value(out)), f);
+    const std::vector<ValueId> out = node.outputs.empty() ? std::vector<ValueId>{} : node.outputs[0].values();
+    if (!out.empty()) store_output(node.outputs[0], with_recorded_strides(stack.at(0).toTensor(), g.value(out[0])), f);
   }
 
  private:

@@ -13,18 +13,15 @@ namespace pt2diff {
 namespace {
 
 std::vector<int64_t> int_list_argument(const Node& n, const std::string& name) {
-  for (const NamedArgument& a : n.inputs) {
-    if (a.name != name) continue;
-    if (a.arg.kind == Argument::Kind::Ints) return a.arg.as<std::vector<int64_t>>();
-    if (a.arg.kind == Argument::Kind::Int) return {a.arg.as<int64_t>()};
-  }
+  const NamedArgument* a = n.input(name);
+  if (a && a->arg.kind == Argument::Kind::Ints) return a->arg.as<std::vector<int64_t>>();
+  if (a && a->arg.kind == Argument::Kind::Int) return {a->arg.as<int64_t>()};
   return {};
 }
 
 int64_t int_argument(const Node& n, const std::string& name, int64_t fallback) {
-  for (const NamedArgument& a : n.inputs)
-    if (a.name == name && a.arg.kind == Argument::Kind::Int) return a.arg.as<int64_t>();
-  return fallback;
+  const NamedArgument* a = n.input(name);
+  return a && a->arg.kind == Argument::Kind::Int ? a->arg.as<int64_t>() : fallback;
 }
 
 at::Tensor tensor_at(const std::vector<c10::IValue>& inputs, size_t i, const Node& n) {

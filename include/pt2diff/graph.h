@@ -208,6 +208,8 @@ struct Node {
   std::vector<ValueId> output_values() const;
   /// Subgraphs passed to this node (higher-order ops).
   std::vector<const Subgraph*> subgraphs() const;
+  /// The input given for the schema argument `name`; nullptr when the node omits it (its default applies).
+  const NamedArgument* input(std::string_view name) const;
 };
 
 /// Values and nodes in topological order. Build with add_*(), then finalize() once.

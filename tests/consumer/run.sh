@@ -2,13 +2,7 @@
 # Installs pt2diff from BUILD into a temporary prefix, builds tests/consumer against it with
 # find_package(pt2diff), and runs it on a fixture. Usage: run.sh BUILD_DIR PYTHON SOURCE_DIR
 set -euo pipefail
-build=$1 python=$2 src=$3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
-torch_prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+source "$(dirname "$0")/../installed_pt2diff.sh" "$@"
 cmake -S "$src/tests/consumer" -B "$work/build" -G Ninja "${launcher[@]}" \
       -DCMAKE_PREFIX_PATH="$work/prefix;$torch_prefix" >/dev/null
 cmake --build "$work/build" > "$work/log" 2>&1 || { grep -E "error" "$work/log"; exit 1; }

@@ -3,13 +3,7 @@
 # and runs it twice on fixtures/mlp.pt2: with the eager backend (must pass) and with a planted fault
 # (must fail, naming the op and its source line). Usage: run.sh BUILD_DIR PYTHON SOURCE_DIR
 set -euo pipefail
-build=$1 python=$2 src=$3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
-torch_prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+source "$(dirname "$0")/../installed_pt2diff.sh" "$@"
 cp -r "$src/docs/examples/gtest" "$work/example"
 cmake -S "$work/example" -B "$work/build" -G Ninja "${launcher[@]}" -DCMAKE_PREFIX_PATH="$work/prefix;$torch_prefix" \
       -DMODEL_ARCHIVE="$src/fixtures/mlp.pt2" -DMODEL_INPUTS="$src/fixtures/mlp_inputs.pt" >/dev/null
