@@ -1,12 +1,19 @@
 // tests/test_support.cpp — fixture paths and running the CLI from tests.
 #include "test_support.h"
 
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <stdexcept>
 
 namespace pt2diff::testing {
 
@@ -37,19 +44,126 @@ std::string slurp(const std::string& path) {
   ss << f.rdbuf();
   return ss.str();
 }
+
+/// FNV-1a over the bytes of each file: the cache key's part for what the fixture holds.
+uint64_t hash_files(const std::vector<std::string>& paths) {
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& path : paths)
+    for (unsigned char c : slurp(path)) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// An exclusive flock on a file, released when it goes out of scope: parallel tests (ctest -j) wait
+/// for the one computing the cache instead of computing it again.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) : fd_(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + path);
+  }
+  ~FileLock() { ::close(fd_); }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
 }  // namespace
 
+namespace {
+/// What else picks kernels besides the capability and the thread count: the CPU model (oneDNN's ISA,
+/// MKL's vendor paths) and the variables that steer oneDNN and MKL.
+std::string machine_key() {
+  std::string key;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0 || line.rfind("vendor_id", 0) == 0) key += line + "\n";
+  for (const char* var : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ONEDNN_DEFAULT_FPMATH_MODE", "MKL_CBWR",
+                          "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE"})
+    if (const char* v = std::getenv(var)) key += std::string(var) + "=" + v + "\n";
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+  return std::to_string(h);
+}
+
+std::string reference_outputs(const std::string& name, bool fp64, const std::string& library) {
+#if defined(PT2DIFF_TEST_PYTHON) && defined(PT2DIFF_TEST_CACHE) && defined(PT2DIFF_EAGER_REFERENCE)
+  namespace fs = std::filesystem;
+  const int threads = at::get_num_threads();
+  const std::string capability = at::get_cpu_capability();
+  const fs::path dir = fs::path(PT2DIFF_TEST_CACHE) / ("torch-" + std::string(PT2DIFF_TORCH_VERSION) + "-" + capability +
+                                                        "-threads" + std::to_string(threads) + "-" + machine_key());
+  fs::create_directories(dir);
+  auto cached = [&](const std::string& n) {
+    std::vector<std::string> files = {fixture(n + ".pt2"), fixture(base_name(n) + "_inputs.pt")};
+    if (!library.empty()) files.push_back(library);
+    return dir / (n + (fp64 ? "-fp64-" : "-eager-") + std::to_string(hash_files(files)) + ".pt");
+  };
+  const fs::path want = cached(name);
+  FileLock lock((dir / ".lock").string());
+  if (fs::exists(want)) return want.string();
+  // One Python start (torch's import is most of the cost) for every eager fixture still missing.
+  std::vector<std::string> names = {name};
+  if (library.empty() && !fp64)
+    for (const auto& n : runnable_fixtures())
+      if (n != name && !fs::exists(cached(n))) names.push_back(n);
+  const fs::path work = dir / ("run-" + std::to_string(::getpid()));
+  std::string cmd = shell_quote(PT2DIFF_TEST_PYTHON) + " " + shell_quote(PT2DIFF_EAGER_REFERENCE) + " --out " +
+                    shell_quote(work.string()) + " --threads " + std::to_string(threads) + " --capability " +
+                    shell_quote(capability) + (fp64 ? " --fp64" : "");
+  if (!library.empty()) cmd += " --library " + shell_quote(library);
+  cmd += " " + shell_quote(PT2DIFF_FIXTURES);
+  for (const auto& n : names) cmd += " " + n;
+  const std::string log = (dir / ("log-" + std::to_string(::getpid()))).string();
+  const int status = std::system((cmd + " >" + shell_quote(log) + " 2>&1").c_str());
+  const std::string message = slurp(log);
+  fs::remove(log);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fs::remove_all(work);
+    throw std::runtime_error("PyTorch on this machine could not run fixture " + name + ": " + message);
+  }
+  for (const auto& n : names) fs::rename(work / (n + ".pt"), cached(n));
+  fs::remove_all(work);
+  return want.string();
+#else
+  (void)fp64;
+  (void)library;
+  throw std::runtime_error("reference outputs of " + name + ": this test binary was built without the venv's Python");
+#endif
+}
+}  // namespace
+
+std::string eager_outputs(const std::string& name, const std::string& library) {
+  return reference_outputs(name, false, library);
+}
+
+std::string fp64_outputs(const std::string& name) { return reference_outputs(name, true, ""); }
+
+ScratchDir::ScratchDir(const std::string& tag) {
+  std::string pattern = (std::filesystem::temp_directory_path() / ("pt2diff_" + tag + "_XXXXXX")).string();
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a directory like " + pattern);
+  path_ = pattern;
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
 CliResult run_cli(const std::string& args) {
-  auto dir = std::filesystem::temp_directory_path() / ("pt2diff_cli_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string out = (dir / "out").string(), err = (dir / "err").string();
-  const std::string cmd = std::string(PT2DIFF_CLI) + " " + args + " >" + out + " 2>" + err;
+  ScratchDir dir("cli");
+  const std::string out = dir.file("out"), err = dir.file("err");
+  const std::string cmd = shell_quote(PT2DIFF_CLI) + " " + args + " >" + shell_quote(out) + " 2>" + shell_quote(err);
   int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = slurp(out);
   r.err = slurp(err);
-  std::filesystem::remove_all(dir);
   return r;
 }
 

@@ -19,9 +19,8 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 TEST(Repro, TheWrittenWindowDivergesAgainAtTheSameOp) {
-  const std::string dir = ::testing::TempDir() + "pt2diff_repro_attention";
-  std::filesystem::remove_all(dir);
-  const std::string report = dir + ".json";
+  testing::ScratchDir scratch("repro_attention");
+  const std::string dir = scratch.file("repro"), report = scratch.file("report.json");
   auto r = testing::run_cli(fmt::format("{} {} --compiled 'fault:aten.bmm#2:bf16' --repro {} --json {}", fixture("attention_core.pt2"),
                                         fixture("attention_inputs.pt"), dir, report));
   ASSERT_EQ(r.exit_code, 1) << r.err;
@@ -46,9 +45,8 @@ TEST(Repro, TheWrittenWindowDivergesAgainAtTheSameOp) {
 TEST(Repro, AGpuExportsWindowIsWrittenForTheCpuWithItsMathAttention) {
   // Here (no CUDA) the window of a graph exported on cuda:0 is exported on the CPU, where its fused
   // attention is math attention: the fault spec follows the op, and the repro diverges there again.
-  const std::string dir = ::testing::TempDir() + "pt2diff_repro_cuda_attention";
-  std::filesystem::remove_all(dir);
-  const std::string report = dir + ".json";
+  testing::ScratchDir scratch("repro_cuda_attention");
+  const std::string dir = scratch.file("repro"), report = scratch.file("report.json");
   auto r = testing::run_cli(fmt::format("{} {} --compiled fault:_scaled_dot_product_efficient_attention:scale=0.05 --repro {} --json {}",
                                         fixture("cuda/attention_cuda_fp32.pt2"), fixture("cuda/attention_cuda_fp32_inputs.pt"), dir,
                                         report));

@@ -124,8 +124,8 @@ TEST(Sweep, RejectsRulesTolDoesNotAffect) {
 }
 
 TEST(SweepCli, WritesTableCsvJsonAndPlot) {
-  const std::string dir = ::testing::TempDir();
-  const std::string csv = dir + "/sweep.csv", json = dir + "/sweep.json", svg = dir + "/sweep.svg";
+  testing::ScratchDir dir("sweep");
+  const std::string csv = dir.file("sweep.csv"), json = dir.file("sweep.json"), svg = dir.file("sweep.svg");
   auto r = testing::run_cli("sweep " + fixture("attention_core.pt2") + " " + fixture("attention_inputs.pt") +
                             " --compiled 'fault:aten.bmm#2:noise=0.001' --tol 1e-6:1e-2:5 --multiplier 2,3 --csv " + csv +
                             " --json " + json + " --plot " + svg);
