@@ -27,8 +27,12 @@ def parse_args():
 
 
 ARGS = parse_args()
-# Before torch is imported: Inductor reads its cache location once.
-os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", ARGS.cache_dir)
+# Before torch is imported: Inductor reads its cache location once. Inductor's FX graph cache is not
+# keyed by ATEN_CPU_CAPABILITY: code cached while vectorizing for AVX-512 is reused under
+# ATEN_CPU_CAPABILITY=default, whose headers lack at::vec, and fails to build. One cache per capability.
+_capability = os.environ.get("ATEN_CPU_CAPABILITY", "").strip().lower()
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR",
+                      os.path.join(ARGS.cache_dir, "aten-cpu-" + _capability) if _capability else ARGS.cache_dir)
 # The engine reads stdout as the protocol channel: keep everything else off it.
 PROTOCOL_OUT = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
 os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
@@ -143,7 +147,7 @@ class Worker:
             with patch, torch.no_grad(), torch_settings(settings):
                 compiled(*example)
         except Exception as e:  # noqa: BLE001 - the compiler's message is the point
-            raise Failure("compile_failed", f"{type(e).__name__}: {first_line(str(e))}", traceback.format_exc())
+            raise Failure("compile_failed", describe(e), traceback.format_exc())
         self.regions[req["region"]] = (compiled, input_names, settings)
         return {}
 
@@ -159,7 +163,7 @@ class Worker:
             with torch.no_grad(), torch_settings(settings):
                 outputs = compiled(*inputs)
         except Exception as e:  # noqa: BLE001
-            raise Failure("run_failed", f"{type(e).__name__}: {first_line(str(e))}", traceback.format_exc())
+            raise Failure("run_failed", describe(e), traceback.format_exc())
         outputs = [o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outputs]
         torch.save(outputs, req["outputs_file"])
         return {}
@@ -180,7 +184,7 @@ class Worker:
             torch.export.save(ep, req["archive"])
             torch.save(tuple(v.cpu() if isinstance(v, torch.Tensor) else v for v in example), req["inputs_file"])
         except Exception as e:  # noqa: BLE001
-            raise Failure("export_failed", f"{type(e).__name__}: {first_line(str(e))}", traceback.format_exc())
+            raise Failure("export_failed", describe(e), traceback.format_exc())
         return {"nodes": [n.name for n in ep.graph.nodes if n.op == "call_function"]}
 
     def forget(self, req):
@@ -366,6 +370,19 @@ def first_line(text):
         if line.strip():
             return line.strip()
     return text
+
+
+def describe(e):
+    """One line naming what the compiler said: Dynamo's BackendCompilerFailed ("backend='inductor'
+    raised:") is unwrapped to the exception inside it, and a C++ compile error names the compiler's
+    first error line."""
+    inner = getattr(e, "inner_exception", None)
+    if inner is not None:
+        e = inner
+    text = str(e)
+    line = f"{type(e).__name__}: {first_line(text)}"
+    errors = [l.strip() for l in text.splitlines() if " error: " in l]
+    return f"{line}: {errors[0]}" if errors else line
 
 
 def main():
