@@ -1,6 +1,8 @@
-// bench/compile_bench.cpp — what compiles cost: Inductor worker start-up, compile and run time per
-// region size (prefixes of attention_core), and one exploded compile against one compile per op.
-// Cold: every benchmark gets its own empty Inductor cache (a fresh worker). Figures in docs/performance.md.
+// bench/compile_bench.cpp — compiler-bound figures, all through the Inductor worker (backend "inductor"),
+// all wall time: worker start-up, compile and run time per region size (prefixes of attention_core), one
+// exploded compile against one compile per op, and the whole diff as `pt2diff --compiled inductor` runs it
+// (cold and warm Inductor cache) with start-up, compiles and the engine's share as counters.
+// "Cold": the benchmark gets its own empty Inductor cache and a fresh worker. bench/run.sh runs it.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 
 #include "pt2diff/backend.h"
+#include "pt2diff/diff.h"
 #include "pt2diff/interpreter.h"
 
 namespace {
@@ -57,7 +60,7 @@ struct Setup {
 double since(std::chrono::steady_clock::time_point t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); }
 
 /// Start-up: the first request of a new worker (Python, torch import, archive load) on a 1-node region.
-void BM_WorkerStartup(benchmark::State& state) {
+void BM_InductorWorkerStartup(benchmark::State& state) {
   for (auto _ : state) {
     Setup s;
     auto backend = s.inductor();
@@ -69,10 +72,10 @@ void BM_WorkerStartup(benchmark::State& state) {
     state.counters["startup_s"] = total - backend->last_compile_seconds();
   }
 }
-BENCHMARK(BM_WorkerStartup)->UseManualTime()->Iterations(2)->Unit(benchmark::kSecond);
+BENCHMARK(BM_InductorWorkerStartup)->UseManualTime()->Iterations(2)->Unit(benchmark::kSecond);
 
 /// Cold compile and run of the first N nodes, fused.
-void BM_CompilePrefix(benchmark::State& state) {
+void BM_InductorCompilePrefix(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   for (auto _ : state) {
     Setup s;
@@ -87,10 +90,10 @@ void BM_CompilePrefix(benchmark::State& state) {
     state.counters["nodes"] = static_cast<double>(n);
   }
 }
-BENCHMARK(BM_CompilePrefix)->Arg(5)->Arg(10)->Arg(25)->Arg(50)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK(BM_InductorCompilePrefix)->Arg(5)->Arg(10)->Arg(25)->Arg(50)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
 
 /// Every node of attention_core as one exploded compile, against one compile per node (cold cache each).
-void BM_ExplodedVsPerOp(benchmark::State& state) {
+void BM_InductorExplodedVsPerOp(benchmark::State& state) {
   for (auto _ : state) {
     Setup s;
     auto backend = s.inductor();
@@ -117,7 +120,70 @@ void BM_ExplodedVsPerOp(benchmark::State& state) {
     state.counters["nodes"] = static_cast<double>(all.size());
   }
 }
-BENCHMARK(BM_ExplodedVsPerOp)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK(BM_InductorExplodedVsPerOp)->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
+
+/// The whole diff with the compiled side "inductor" (default options: graph compile, exploded compile,
+/// localization if an output diverged), as `pt2diff GRAPH INPUTS` runs it after loading. Wall time;
+/// counters split it into worker start-up, compiles, compiled runs and the rest (the engine's runs and
+/// metrics, and the protocol's file I/O). `warm`: the Inductor cache holds this graph's kernels from an
+/// untimed run first (what a second `pt2diff` on the same graph sees); cold: an empty cache.
+void BM_DiffInductor(benchmark::State& state, const char* graph, const char* inputs, bool warm) {
+  const pt2diff::Program program = pt2diff::load_program(fixture(graph));
+  const pt2diff::BoundInputs in = pt2diff::bind_inputs(program, pt2diff::load_inputs(fixture(inputs)));
+  static int counter = 0;
+  const std::string cache =
+      fmt::format("{}/pt2diff-bench-diff-{}-{}", std::filesystem::temp_directory_path().string(), getpid(), ++counter);
+  pt2diff::DiffOptions options;
+  options.compiled = "inductor";
+  options.backend.inductor_cache_dir = cache;
+  if (warm) {
+    auto backend = pt2diff::make_backend(options.compiled, program, options.backend);
+    pt2diff::diff(program, in, options, *backend);
+  }
+  double startup = 0, compile = 0, run = 0, compiles = 0, engine = 0;
+  for (auto _ : state) {
+    if (!warm) {
+      state.PauseTiming();
+      std::filesystem::remove_all(cache);
+      state.ResumeTiming();
+    }
+    const auto t = std::chrono::steady_clock::now();
+    auto backend = pt2diff::make_backend(options.compiled, program, options.backend);
+    pt2diff::DiffResult r = pt2diff::diff(program, in, options, *backend);
+    const double wall = since(t);
+    if (r.compiled_failed) {
+      state.SkipWithError(("the compile failed: " + r.compiles.front().message).c_str());
+      break;
+    }
+    double c = 0, x = 0;
+    for (const auto& rec : r.compiles) c += rec.compile_seconds, x += rec.run_seconds;
+    if (r.localization)
+      for (const auto& probe : r.localization->probes) c += probe.backend_seconds;
+    startup += backend->startup_seconds();
+    compile += c;
+    run += x;
+    compiles += static_cast<double>(r.compiles.size() + (r.localization ? r.localization->compiles : 0));
+    engine += wall - backend->startup_seconds() - c - x;
+  }
+  std::filesystem::remove_all(cache);
+  const auto avg = benchmark::Counter::kAvgIterations;
+  state.counters["startup_s"] = benchmark::Counter(startup, avg);
+  state.counters["compile_s"] = benchmark::Counter(compile, avg);
+  state.counters["compiled_run_s"] = benchmark::Counter(run, avg);
+  state.counters["rest_s"] = benchmark::Counter(engine, avg);
+  state.counters["compiles"] = benchmark::Counter(compiles, avg);
+  state.counters["nodes"] = static_cast<double>(program.ir.graph.nodes().size());
+}
+BENCHMARK_CAPTURE(BM_DiffInductor, mlp_cold, "mlp.pt2", "mlp_inputs.pt", false)->UseRealTime()->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_DiffInductor, mlp_warm, "mlp.pt2", "mlp_inputs.pt", true)->UseRealTime()->Iterations(2)->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_DiffInductor, bf16_block_cold, "bf16_block.pt2", "bf16_block_inputs.pt", false)
+    ->UseRealTime()->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_DiffInductor, bf16_block_warm, "bf16_block.pt2", "bf16_block_inputs.pt", true)
+    ->UseRealTime()->Iterations(2)->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_DiffInductor, attention_core_cold, "attention_core.pt2", "attention_inputs.pt", false)
+    ->UseRealTime()->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_DiffInductor, attention_core_warm, "attention_core.pt2", "attention_inputs.pt", true)
+    ->UseRealTime()->Iterations(2)->Unit(benchmark::kSecond);
 
 }  // namespace
 

@@ -55,7 +55,7 @@ Program chain(int64_t m) {
   return p;
 }
 
-void BM_LocalizeChain(benchmark::State& state) {
+void BM_LocalizeChainFault(benchmark::State& state) {
   const int64_t m = state.range(0);
   const bool exploded = state.range(1) != 0;
   Program p = chain(m);
@@ -90,7 +90,7 @@ void BM_LocalizeChain(benchmark::State& state) {
   state.counters["engine_ms_per_probe"] = engine * 1e3;
   state.counters["found"] = found ? 1 : 0;
 }
-BENCHMARK(BM_LocalizeChain)
+BENCHMARK(BM_LocalizeChainFault)
     ->ArgsProduct({{100, 1000, 10000, 100000}, {0, 1}})
     ->ArgNames({"nodes", "exploded"})
     ->Unit(benchmark::kSecond)

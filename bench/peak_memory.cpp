@@ -1,5 +1,6 @@
 // bench/peak_memory.cpp — peak resident memory of one fp64 run, with or without freeing values at
-// their last use. Run it twice as separate processes and compare (docs/performance.md):
+// their last use, printed as one JSON object. Run it twice as separate processes and compare
+// (bench/run.sh does, for docs/performance.md):
 //   build/bench/peak_memory free GRAPH INPUTS
 //   build/bench/peak_memory keep GRAPH INPUTS
 #include <sys/resource.h>
@@ -25,7 +26,9 @@ int main(int argc, char** argv) {
   interpreter.run(inputs, options);
   rusage after{};
   getrusage(RUSAGE_SELF, &after);
-  std::cout << argv[1] << ": peak RSS " << after.ru_maxrss / 1024 << " MiB (" << (after.ru_maxrss - before.ru_maxrss) / 1024
-            << " MiB above the loaded program), " << program.ir.graph.nodes().size() << " nodes\n";
+  // One JSON object (bench/run.sh collects it): peak RSS in MiB, and how much of it the run added.
+  std::cout << "{\"values\": \"" << argv[1] << "\", \"peak_rss_mib\": " << after.ru_maxrss / 1024
+            << ", \"above_loaded_mib\": " << (after.ru_maxrss - before.ru_maxrss) / 1024
+            << ", \"nodes\": " << program.ir.graph.nodes().size() << "}\n";
   return 0;
 }

@@ -29,7 +29,7 @@ pt2diff::DiffOptions options_for(const Case& c) {
   return o;
 }
 
-void BM_PlainRun(benchmark::State& state) {
+void BM_PlainRunFault(benchmark::State& state) {
   const Case& c = kCases[state.range(0)];
   const pt2diff::Program p = pt2diff::load_program(fixture(c.archive));
   const pt2diff::BoundInputs in = pt2diff::bind_inputs(p, pt2diff::load_inputs(fixture(c.inputs)));
@@ -37,7 +37,7 @@ void BM_PlainRun(benchmark::State& state) {
   state.SetLabel(c.archive);
 }
 
-void BM_Sweep13(benchmark::State& state) {
+void BM_Sweep13Fault(benchmark::State& state) {
   const Case& c = kCases[state.range(0)];
   const pt2diff::Program p = pt2diff::load_program(fixture(c.archive));
   const pt2diff::BoundInputs in = pt2diff::bind_inputs(p, pt2diff::load_inputs(fixture(c.inputs)));
@@ -50,6 +50,6 @@ void BM_Sweep13(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_PlainRun)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Sweep13)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlainRunFault)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Sweep13Fault)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -2,6 +2,7 @@
 // compile, run, shutdown; tensors through torch.save files in a private directory; every failure typed.
 #include "engine/backends/worker_backend.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -78,6 +79,7 @@ struct WorkerBackend::Impl {
   std::map<std::string, json> compiles;      ///< region id → its compile request, replayed after a restart
   std::set<std::string> compiled_here;       ///< regions the current worker process has compiled
   int restarts = 0;
+  double startup_seconds = 0;                ///< spent in start(), every start that got as far as a loaded archive
   bool dead = false;                         ///< died after its one restart: every request fails fast
   int next_id = 0;
   int files = 0;
@@ -145,6 +147,7 @@ struct WorkerBackend::Impl {
   }
 
   void start() {
+    const auto began = std::chrono::steady_clock::now();
     process.reset();
     compiled_here.clear();
     try {
@@ -163,6 +166,7 @@ struct WorkerBackend::Impl {
                       {"device", options.device}, {"op_libraries", libraries}},
                      "loading the archive"),
             "loading the archive", BackendFailure::Kind::Unusable);
+    startup_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   }
 
   /// The reply when ok; otherwise its failure, typed by what the worker says went wrong.
@@ -246,6 +250,8 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile(const RegionSpec& region,
   last_compile_seconds_ = reply.value("seconds", 0.0);
   return std::make_unique<WorkerRegion>(*this, id, region);
 }
+
+double WorkerBackend::startup_seconds() const { return impl_->startup_seconds; }
 
 std::vector<std::string> WorkerBackend::export_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs,
                                                     const std::string& archive, const std::string& inputs_file) {

@@ -17,6 +17,7 @@ class WorkerBackend final : public Backend {
                 const BackendOptions& options);
   ~WorkerBackend() override;
   std::string name() const override { return name_; }
+  double startup_seconds() const override;
   std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override;
 
   /// Writes `region` (fused) as a standalone torch.export archive at `archive` and its inputs (one per

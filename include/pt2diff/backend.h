@@ -120,6 +120,10 @@ class Backend {
   virtual std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) = 0;
   /// Seconds the last compile() took, as the backend measured it.
   double last_compile_seconds() const { return last_compile_seconds_; }
+  /// Seconds spent so far starting compiler processes (spawn, hello, archive load; summed over
+  /// restarts): the part of a compiler-bound run that is neither compiling nor running. 0 for
+  /// backends that compile in this process.
+  virtual double startup_seconds() const { return 0; }
 
  protected:
   double last_compile_seconds_ = 0;

@@ -1,0 +1,433 @@
+"""Runs pt2diff's benchmarks and regenerates the tables of docs/performance.md from what they measured.
+
+    bench/run.sh [--sections a,b] [--render-only]     (bench/run.sh builds first, then runs this)
+    python bench/run.py --check                       (a test: the doc is what bench/results/ renders)
+
+Every section runs its commands, keeps their raw output in bench/results/SECTION.json (with the
+machine, torch version, compiler, date and the exact commands) and renders one table of the doc between
+`<!-- bench:SECTION -->` and `<!-- /bench:SECTION -->`, captioned with all of that. No figure in a
+table is typed by hand: change a benchmark, run bench/run.sh, commit the doc and the results together.
+Sections: loader, dag, interpreter, memory, compile, diff, localize, sweep, build (a cold build of
+everything with ccache off: about 15 minutes on 2 cores, so only when asked: --sections build).
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOC = os.path.join(ROOT, "docs", "performance.md")
+RESULTS = os.path.join(ROOT, "bench", "results")
+DEFAULT_SECTIONS = ["loader", "dag", "interpreter", "memory", "compile", "diff", "localize", "sweep"]
+ALL_SECTIONS = DEFAULT_SECTIONS + ["build"]
+
+
+# --- running -------------------------------------------------------------------------------------------
+class Runner:
+    def __init__(self, build):
+        self.build = build
+        self.commands = []
+
+    def rel(self, path):
+        return os.path.relpath(path, ROOT) if os.path.isabs(path) else path
+
+    def run(self, argv, env=None, timeout=3600):
+        """Runs argv (recorded for the caption, paths relative to the clone), returns stdout."""
+        shown = " ".join(self.rel(a) if a.startswith(ROOT) else a for a in argv)
+        if env:
+            shown = " ".join(f"{k}={self.rel(v)}" for k, v in env.items()) + " " + shown
+        self.commands.append(shown)
+        print(f"  $ {shown}", file=sys.stderr, flush=True)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}, cwd=ROOT)
+        if p.returncode != 0:
+            sys.exit(f"bench/run.py: {shown} exited {p.returncode}:\n{p.stderr[-3000:]}")
+        return p.stdout
+
+    def bench(self, name, *args, env=None):
+        out = self.run([os.path.join(self.build, "bench", name), "--benchmark_format=json", *args], env=env)
+        return json.loads(out)
+
+
+def machine():
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    cxx = subprocess.run(["c++", "--version"], capture_output=True, text=True).stdout.splitlines()
+    return {"cpu": model, "cores": os.cpu_count(), "memory_gib": round(mem_kib / 2**20), "os": platform.platform(terse=True),
+            "compiler": cxx[0] if cxx else "unknown"}
+
+
+def torch_version(python):
+    return subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True).stdout.strip()
+
+
+# --- sections: each returns its data; Runner.commands records how -----------------------------------------
+def sec_loader(r, a):
+    return {"bench": r.bench("loader_bench", "--benchmark_repetitions=3", "--benchmark_report_aggregates_only=true")}
+
+
+def sec_dag(r, a):
+    return {"bench": r.bench("dag_bench", "--benchmark_min_time=0.05")}
+
+
+def sec_interpreter(r, a):
+    graphs = os.path.join(a.build, "bench-graphs")
+    fx = json.loads(r.run([a.python, os.path.join(ROOT, "bench", "make_bench_graphs.py"), graphs]).strip().splitlines()[-1])
+    b = r.bench("interpreter_bench", "--benchmark_filter=BM_NativeRun|BM_Fp64Run|BM_DiffEager/chain_tiny", "--benchmark_repetitions=3",
+                "--benchmark_report_aggregates_only=true", env={"PT2DIFF_BENCH_GRAPHS": graphs})
+    return {"fx": fx, "bench": b}
+
+
+def sec_memory(r, a):
+    graphs = os.path.join(a.build, "bench-graphs")
+    if not os.path.exists(os.path.join(graphs, "chain_wide.pt2")):
+        r.run([a.python, os.path.join(ROOT, "bench", "make_bench_graphs.py"), graphs])
+    out = []
+    for mode in ("free", "keep"):
+        out.append(json.loads(r.run([os.path.join(a.build, "bench", "peak_memory"), mode, os.path.join(graphs, "chain_wide.pt2"),
+                                     os.path.join(graphs, "chain_wide_inputs.pt")])))
+    return {"runs": out}
+
+
+def sec_compile(r, a):
+    return {"bench": r.bench("compile_bench", "--benchmark_filter=BM_Inductor")}
+
+
+CLI_CASES = [("mlp", "mlp.pt2", "mlp_inputs.pt"), ("bf16_block", "bf16_block.pt2", "bf16_block_inputs.pt"),
+             ("attention_core", "attention_core.pt2", "attention_inputs.pt")]
+
+
+def cli_wall(r, args, repeats=3):
+    """Median wall seconds of `pt2diff ARGS` over `repeats` runs after one untimed run (warm caches)."""
+    cli = os.path.join(r.build, "pt2diff")
+    shown = "pt2diff " + " ".join(r.rel(x) if x.startswith(ROOT) else x for x in args)
+    r.commands.append(f"{shown}  (median of {repeats} after one untimed run)")
+    print(f"  $ {shown}", file=sys.stderr, flush=True)
+    walls = []
+    for i in range(repeats + 1):
+        t0 = time.perf_counter()
+        p = subprocess.run([cli, *args], capture_output=True, text=True, cwd=ROOT)
+        wall = time.perf_counter() - t0
+        if p.returncode not in (0, 1):
+            sys.exit(f"bench/run.py: {shown} exited {p.returncode}: {p.stderr[-2000:]}")
+        if i:
+            walls.append(wall)
+    return statistics.median(walls)
+
+
+def sec_diff(r, a):
+    fixtures = os.path.join(ROOT, "fixtures")
+    cli = {"version": cli_wall(r, ["--version"])}
+    for name, graph, inputs in CLI_CASES:
+        for compiled in ("eager", "inductor"):
+            cli[f"{name}/{compiled}"] = cli_wall(r, [os.path.join(fixtures, graph), os.path.join(fixtures, inputs), "--compiled", compiled])
+    eager = r.bench("interpreter_bench", "--benchmark_filter=BM_DiffEager/(mlp|bf16_block|attention_core)", "--benchmark_repetitions=3",
+                    "--benchmark_report_aggregates_only=true", env={"PT2DIFF_BENCH_GRAPHS": os.path.join(a.build, "bench-graphs")})
+    inductor = r.bench("compile_bench", "--benchmark_filter=BM_DiffInductor")
+    return {"cli": cli, "eager": eager, "inductor": inductor}
+
+
+def sec_localize(r, a):
+    return {"bench": r.bench("localize_bench")}
+
+
+def sec_sweep(r, a):
+    return {"bench": r.bench("sweep_bench", "--benchmark_repetitions=3", "--benchmark_report_aggregates_only=true")}
+
+
+def sec_build(r, a):
+    """A cold build of everything in a fresh build directory, ccache off, then the heaviest TUs."""
+    tmp = tempfile.mkdtemp(prefix="pt2diff-cold-build-")
+    try:
+        env = {"CCACHE_DISABLE": "1"}
+        r.run(["cmake", "-S", ROOT, "-B", tmp, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo", f"-DPT2DIFF_PYTHON={a.python}"], env=env)
+        t0 = time.perf_counter()
+        r.run(["cmake", "--build", tmp], env=env, timeout=7200)
+        wall = time.perf_counter() - t0
+        tus = []
+        with open(os.path.join(tmp, ".ninja_log")) as f:
+            for line in f:
+                if line.startswith("#"):
+                    continue
+                start, end, _, target, _ = line.rstrip("\n").split("\t")
+                if target.endswith(".o"):
+                    tus.append((int(end) - int(start), target))
+        tus.sort(reverse=True)
+        return {"wall_s": wall, "objects": len(tus), "heaviest": [{"target": t, "s": ms / 1000} for ms, t in tus[:8]]}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+SECTION_FUNCS = {n: globals()["sec_" + n] for n in ALL_SECTIONS}
+
+
+# --- rendering -----------------------------------------------------------------------------------------
+def fmt_time(seconds):
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def runs(bench, aggregate="median"):
+    """name → benchmark entry: the given aggregate where there are repetitions, else the single run. Names
+    lose Google Benchmark's suffixes (/real_time, /manual_time, /iterations:N)."""
+    out = {}
+    for b in bench["benchmarks"]:
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != aggregate:
+            continue
+        key = re.sub(r"/(real_time|manual_time|iterations:\d+)", "", b.get("run_name", b["name"]))
+        if b.get("run_type") == "aggregate" or key not in out:
+            out[key] = b
+    return out
+
+
+def wall(b):
+    return b["real_time"] * UNIT[b["time_unit"]]
+
+
+def cpu(b):
+    return b["cpu_time"] * UNIT[b["time_unit"]]
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def ren_loader(d):
+    b = runs(d["bench"])
+    rows = [[n, fmt_time(wall(e)), fmt_time(cpu(e))] for n, e in b.items()]
+    return table(["benchmark (median of 3)", "wall", "CPU"], rows)
+
+
+def ren_dag(d):
+    b = runs(d["bench"])
+    kinds = ["BM_BuildDag", "BM_AncestorConeOfMiddle", "BM_FrontierOfHalfPrefix", "BM_LastUses", "BM_TopologicalSort"]
+    sizes = sorted({int(n.split("/")[1]) for n in b if "/" in n and n.split("/")[1].isdigit()})
+    rows = [[f"{n:,}"] + [fmt_time(wall(b[f"{k}/{n}"])) if f"{k}/{n}" in b else "" for k in kinds] for n in sizes]
+    fits = []
+    for k in kinds:
+        big_o = b.get(f"{k}_BigO")
+        if big_o:
+            fits.append(f"{k[3:]} {big_o['cpu_coefficient']:.3g}·{big_o['big_o']} {big_o['time_unit']}")
+    return table(["nodes", "build Dag", "ancestor cone of the middle", "frontier of the first half", "last uses", "topological sort"], rows) + \
+        "\n\nGoogle Benchmark's complexity fit (CPU time): " + "; ".join(fits) + "."
+
+
+def ren_interpreter(d):
+    b, fx = runs(d["bench"]), d["fx"]
+    native = b["BM_NativeRun/chain_tiny"]
+    rows = []
+    for name, what in [("BM_NativeRun/chain_tiny", "native run, 1000 tiny elementwise ops on float32[8] (`chain_tiny`)"),
+                       ("BM_Fp64Run/chain_tiny", "fp64 run of the same graph")]:
+        e = b[name]
+        rows.append([what, fmt_time(wall(e)), fmt_time(cpu(e)), f"{us_per_node(e):.2f} µs"])
+    rows.append(["`torch.fx.Interpreter` on the same graph, same venv (best of 20)", "", "", f"{fx['fx_interpreter_us_per_node']:.2f} µs"])
+    rows.append(["the exported `GraphModule` called directly (generated Python, best of 20)", "", "",
+                 f"{fx['graph_module_us_per_node']:.2f} µs"])
+    ratio_fx = fx["fx_interpreter_us_per_node"] / us_per_node(native)
+    ratio_gm = fx["graph_module_us_per_node"] / us_per_node(native)
+    rows.append(["pt2diff's native run against `torch.fx.Interpreter` / the `GraphModule`", "", "",
+                 f"{ratio_fx:.1f}x / {ratio_gm:.1f}x faster"])
+    e = b["BM_DiffEager/chain_tiny"]
+    rows.append(["whole `diff()` with the compiled side `eager` (native, fp64 and local runs, exploded run, metrics of every value)",
+                 fmt_time(wall(e)), fmt_time(cpu(e)), f"{us_per_node(e):.2f} µs"])
+    return table(["what (median of 3)", "wall", "CPU", "per node"], rows)
+
+
+def us_per_node(e):
+    # Google Benchmark writes an inverted rate counter in seconds per node.
+    return e["us_per_node"] * 1e6
+
+
+def ren_memory(d):
+    rows = [[{"free": "freed after their last use (default)", "keep": "kept to the end"}[x["values"]], f"{x['peak_rss_mib']} MiB",
+             f"{x['above_loaded_mib']} MiB"] for x in d["runs"]]
+    return table(["values", "peak RSS", "above the loaded program"], rows)
+
+
+def ren_compile(d):
+    b = runs(d["bench"])
+    rows = []
+    s = b.get("BM_InductorWorkerStartup")
+    if s:
+        rows.append(["worker start-up (Python, `import torch`, archive load)", fmt_time(s["startup_s"])])
+    for n in (5, 10, 25, 50):
+        e = b.get(f"BM_InductorCompilePrefix/{n}")
+        if e:
+            rows.append([f"cold compile of the first {n} nodes (fused); its compiled run", f"{fmt_time(wall(e))}; {e['run_ms']:.2f} ms"])
+    e = b.get("BM_InductorExplodedVsPerOp")
+    if e:
+        rows.append([f"exploded compile of all {int(e['nodes'])} nodes (one compile)", fmt_time(e["exploded_s"])])
+        rows.append([f"one compile per node, summed ({int(e['nodes'])} compiles)", fmt_time(e["per_op_sum_s"])])
+        rows.append(["exploded against per-node compiles", f"{e['per_op_sum_s'] / e['exploded_s']:.1f}x less"])
+    return table(["what (attention_core, cold Inductor cache, backend `inductor`)", "time"], rows)
+
+
+def ren_diff(d):
+    eager, ind, cli = runs(d["eager"]), runs(d["inductor"]), d["cli"]
+    rows = []
+    for name, _, _ in CLI_CASES:
+        e = eager.get(f"BM_DiffEager/{name}")
+        cold, warm = ind[f"BM_DiffInductor/{name}_cold"], ind[f"BM_DiffInductor/{name}_warm"]
+        rows.append([name, int(e["nodes"]) if e else "",
+                     fmt_time(wall(e)) if e else "", fmt_time(cli[f"{name}/eager"]),
+                     fmt_time(wall(warm)), fmt_time(cli[f"{name}/inductor"]),
+                     f"{fmt_time(warm['startup_s'])} / {fmt_time(warm['compile_s'])} / {fmt_time(warm['rest_s'])}",
+                     int(warm["compiles"]), fmt_time(wall(cold)), f"{fmt_time(cold['startup_s'])} / {fmt_time(cold['compile_s'])}"])
+    return table(["fixture", "nodes", "`diff()` eager", "CLI `--compiled eager`", "`diff()` inductor, warm", "CLI `--compiled inductor`, warm",
+                  "warm: start-up / compiles / rest", "compiles", "`diff()` inductor, cold", "cold: start-up / compiles"], rows) + \
+        f"\n\nThe CLI adds its own start-up to `diff()`: `pt2diff --version` takes {fmt_time(cli['version'])} (loading libtorch)."
+
+
+def ren_localize(d):
+    b = runs(d["bench"])
+    rows = []
+    for m in (100, 1000, 10000, 100000):
+        no = b.get(f"BM_LocalizeChainFault/nodes:{m}/exploded:0")
+        ex = b.get(f"BM_LocalizeChainFault/nodes:{m}/exploded:1")
+        if not no or not ex:
+            continue
+        rows.append([f"{m:,}", int(no["budget"]), int(no["compiles"]), int(ex["compiles"]), f"{no['engine_ms_per_probe']:.2f} ms",
+                     f"{fmt_time(wall(no))} / {fmt_time(wall(ex))}", "yes" if no["found"] and ex["found"] else "NO"])
+    return table(["nodes m", "budget 2⌈log2 m⌉+4", "compiles (no exploded)", "compiles (exploded first)", "engine time per probe",
+                  "whole run (no exploded / exploded)", "culprit found"], rows)
+
+
+def ren_sweep(d):
+    b = runs(d["bench"])
+    rows = []
+    for i in range(3):
+        plain, sweep = b.get(f"BM_PlainRunFault/{i}"), b.get(f"BM_Sweep13Fault/{i}")
+        if plain and sweep:
+            rows.append([plain.get("label", str(i)), fmt_time(wall(plain)), fmt_time(wall(sweep)), f"{wall(sweep) / wall(plain):.1f}x"])
+    return table(["graph (backend `fault`, median of 3)", "one plain run", "13-point sweep", "ratio"], rows)
+
+
+def ren_build(d):
+    rows = [["cold build of everything (library, CLI, tests, benchmarks), ccache off", fmt_time(d["wall_s"]), f"{d['objects']} objects"]]
+    rows += [[f"`{t['target']}`", fmt_time(t["s"]), "heaviest objects (ninja's log; the other core busy)"] for t in d["heaviest"]]
+    return table(["what", "time", "note"], rows)
+
+
+RENDERERS = {n: globals()["ren_" + n] for n in ALL_SECTIONS}
+
+
+def caption(res):
+    m = res["machine"]
+    cmds = "; ".join(f"`{c}`" for c in res["commands"])
+    build_type = ""
+    if res.get("benchmark_library_build_type") == "debug":
+        build_type = (" Google Benchmark is Debian's package, whose library reports a debug build: that is the harness, not"
+                      " pt2diff (built RelWithDebInfo).")
+    return (f"*Measured {res['date']} by `bench/run.sh` on {m['cpu']} ({m['cores']} cores, {m['memory_gib']} GiB), "
+            f"{m['compiler']}, torch {res['torch']}. Commands: {cmds}.{build_type}*")
+
+
+def render_section(name):
+    with open(os.path.join(RESULTS, name + ".json")) as f:
+        res = json.load(f)
+    return caption(res) + "\n\n" + RENDERERS[name](res["data"])
+
+
+BLOCK = re.compile(r"(<!-- bench:(\w+) -->\n)(.*?)(<!-- /bench:\2 -->)", re.S)
+
+
+def render_doc(text):
+    def sub(m):
+        name = m.group(2)
+        if not os.path.exists(os.path.join(RESULTS, name + ".json")):
+            return m.group(0)
+        return m.group(1) + render_section(name) + "\n" + m.group(4)
+    return BLOCK.sub(sub, text)
+
+
+def check():
+    """Every table of the doc is inside a bench block with a command in its caption, and the doc is what
+    the results render (nobody edited a figure by hand, nobody forgot to commit a re-run)."""
+    with open(DOC, encoding="utf-8") as f:
+        text = f.read()
+    problems = []
+    spans = [(m.start(), m.end(), m.group(2)) for m in BLOCK.finditer(text)]
+    pos = 0
+    for i, line in enumerate(text.split("\n"), 1):
+        if line.startswith("|") and not any(s <= pos < e for s, e, _ in spans):
+            problems.append(f"docs/performance.md:{i}: a table outside a generated block: {line[:80]}")
+        pos += len(line) + 1
+    opened = re.findall(r"<!-- bench:(\w+) -->", text)
+    if len(opened) != len(spans):
+        problems.append(f"{len(opened)} bench: markers but {len(spans)} closed blocks")
+    for s, e, name in spans:
+        block = text[s:e]
+        if name not in RENDERERS:
+            problems.append(f"block {name}: no such section in bench/run.py")
+        elif not re.search(r"Commands: `[^`]+`", block):
+            problems.append(f"block {name}: its caption names no command")
+        elif not os.path.exists(os.path.join(RESULTS, name + ".json")):
+            problems.append(f"block {name}: bench/results/{name}.json is missing")
+    if not problems and render_doc(text) != text:
+        problems.append("docs/performance.md differs from what bench/results/ renders: run `python bench/run.py --render-only`")
+    for p in problems:
+        print(p)
+    print("performance doc: every table generated" if not problems else f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build directory (default build/)")
+    ap.add_argument("--python", default=sys.executable, help="the venv's Python (make_bench_graphs.py, torch version)")
+    ap.add_argument("--sections", default=",".join(DEFAULT_SECTIONS), help=f"comma-separated, of {', '.join(ALL_SECTIONS)}")
+    ap.add_argument("--render-only", action="store_true", help="render the doc from bench/results/ without running anything")
+    ap.add_argument("--check", action="store_true", help="exit 1 unless the doc is what bench/results/ renders")
+    a = ap.parse_args()
+    if a.check:
+        return check()
+    if not a.render_only:
+        sections = [s for s in a.sections.split(",") if s]
+        unknown = [s for s in sections if s not in SECTION_FUNCS]
+        if unknown:
+            sys.exit(f"bench/run.py: unknown section(s) {', '.join(unknown)}; known: {', '.join(ALL_SECTIONS)}")
+        os.makedirs(RESULTS, exist_ok=True)
+        info = {"machine": machine(), "torch": torch_version(a.python)}
+        for name in sections:
+            print(f"==> {name}", file=sys.stderr, flush=True)
+            r = Runner(a.build)
+            data = SECTION_FUNCS[name](r, a)
+            build_type = next((v["context"].get("library_build_type") for v in data.values()
+                               if isinstance(v, dict) and "context" in v), None)
+            res = {"section": name, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"), **info,
+                   "benchmark_library_build_type": build_type, "commands": r.commands, "data": data}
+            with open(os.path.join(RESULTS, name + ".json"), "w") as f:
+                json.dump(res, f, indent=1, sort_keys=True)
+                f.write("\n")
+    with open(DOC, encoding="utf-8") as f:
+        text = f.read()
+    new = render_doc(text)
+    with open(DOC, "w", encoding="utf-8") as f:
+        f.write(new)
+    print(f"docs/performance.md: {len(BLOCK.findall(new))} generated tables", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
