@@ -12,8 +12,11 @@ namespace pt2diff {
 
 std::unique_ptr<Backend> make_eager_backend(const Program& program, const BackendOptions& options);
 std::unique_ptr<Backend> make_fault_backend(const std::string& spec, const Program& program, const BackendOptions& options);
-/// The node a fault spec ("aten.mm#2:scale") plants its fault at. Throws pt2diff::Error(Usage).
-std::string fault_node(const std::string& spec, const Graph& graph);
+/// A fault spec ("mm_7:scale", "aten.mm#2:bf16") naming a node of `graph`, renamed for a standalone export
+/// of `window` (nodes of `graph`): node names change when a window is exported again, the K-th
+/// occurrence of its op inside the window does not ("aten.mm#1:bf16"). `exported_on_cpu`: a CUDA-only
+/// fused attention is its math form there. Throws pt2diff::Error(Usage) for a malformed spec.
+std::string fault_spec_for_window(const std::string& spec, const Graph& graph, const std::vector<NodeId>& window, bool exported_on_cpu);
 std::unique_ptr<Backend> make_inductor_backend(const Program& program, const BackendOptions& options);
 class WorkerBackend;
 /// The shipped Inductor worker as a WorkerBackend (also used to export repro archives).

@@ -20,6 +20,7 @@
 #include <functional>
 
 #include "engine/backends/backends.h"
+#include "engine/execution/op_catalog.h"
 #include "engine/execution/promotion.h"
 #include "engine/execution/reduction_orders.h"
 #include "graphs/graph_text.h"
@@ -172,7 +173,26 @@ std::string describe(const Fault& f) {
 
 }  // namespace
 
-std::string fault_node(const std::string& spec, const Graph& graph) { return parse_fault(spec, graph).node; }
+std::string fault_spec_for_window(const std::string& spec, const Graph& g, const std::vector<NodeId>& window, bool exported_on_cpu) {
+  const std::string planted = parse_fault(spec, g).node;
+  const std::string kind = spec.substr(spec.rfind(':') + 1);
+  // The op part of a target, as fault specs name it: "torch.ops.aten.mm.default" → "aten.mm".
+  auto op_of = [](const Node& n) {
+    std::string t = short_target(n.target);
+    auto dot = t.rfind('.');
+    return dot == std::string::npos ? t : t.substr(0, dot);
+  };
+  for (NodeId id : window) {
+    const Node& n = g.node(id);
+    if (n.name != planted) continue;
+    int k = 0;
+    for (NodeId before : window)
+      if (before <= id && op_of(g.node(before)) == op_of(n)) ++k;
+    const bool substituted = exported_on_cpu && classify_op(n.target).route == OpRoute::CpuSubstitute;
+    return fmt::format("{}#{}:{}", substituted ? "aten._scaled_dot_product_attention_math" : op_of(n), k, kind);
+  }
+  return spec;
+}
 
 std::unique_ptr<Backend> make_fault_backend(const std::string& spec, const Program& program, const BackendOptions& options) {
   Fault fault = parse_fault(spec, program.ir.graph);

@@ -64,15 +64,4 @@ std::string RegionSpec::describe(const Graph& graph) const {
                      nodes.size() == 1 ? "" : " .. " + last);
 }
 
-const char* BackendFailure::kind_name() const {
-  switch (kind_) {
-    case Kind::CompileFailed: return "compile_failed";
-    case Kind::RunFailed: return "run_failed";
-    case Kind::WorkerDied: return "worker_died";
-    case Kind::TimedOut: return "timed_out";
-    case Kind::Unusable: return "unusable";
-  }
-  return "unknown";
-}
-
 }  // namespace pt2diff

@@ -75,6 +75,20 @@ struct RuleOptions {
   ToleranceRule get() const;
 };
 
+/// --no-exploded, --no-localize, --bisect, --max-compiles, --repeats, --top: what runs besides the verdicts.
+struct SearchOptions {
+  bool exploded = true;
+  LocalizeOptions localize;
+  std::string bisect = "binary";
+  size_t top = 10;
+  void add_to(CLI::App& app);
+};
+
+/// The DiffOptions the groups describe, for `program` (the compiled side's default device is where it
+/// was exported). to_flags() writes them back; tests/cli/flags_round_trip_test.cpp checks both ways.
+DiffOptions diff_options(const Program& program, const GraphOptions& graph, const InputOptions& inputs,
+                         const CompilerOptions& compiler, const RuleOptions& rule, const SearchOptions& search);
+
 std::unique_ptr<Command> make_inspect_command();
 std::unique_ptr<Command> make_diff_command();
 std::unique_ptr<Command> make_explain_command();

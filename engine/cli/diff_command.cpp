@@ -37,20 +37,10 @@ class DiffCommand final : public Command {
     graph_.add_to(app, /*required=*/false);
     inputs_.add_to(app);
     compiler_.add_to(app);
-    app.add_flag("!--no-exploded", options_.exploded, "skip the exploded compile (every op on its own: the compiled local error column)");
-    app.add_flag("!--no-localize", options_.localize.enabled, "do not bisect the graph when an output diverges");
-    app.add_option("--bisect", bisect_, "search of the localization: binary (about 2 log2 m + 4 compiles) or linear")
-        ->check(CLI::IsMember({"binary", "linear"}))
-        ->default_val("binary");
-    app.add_option("--max-compiles", options_.localize.max_compiles, "localization stops (inconclusive) past this many compiles")
-        ->default_val(64);
-    app.add_option("--repeats", options_.localize.repeats, "runs of each boundary probe; answers that differ are reported as flaky")
-        ->default_val(2)
-        ->check(CLI::Range(1, 100));
-    app.add_option("--repro", options_.repro_dir,
+    search_.add_to(app);
+    app.add_option("--repro", repro_dir_,
                    "when a culprit is named, write it to this directory as a standalone archive, its inputs and the command");
     rule_.add_to(app);
-    app.add_option("--top", options_.top, "how many nodes the ranking of introduced error lists")->default_val(10);
     app.add_option("--json", json_path_, "also write the report as JSON to this file (docs/report.schema.json)");
     app.add_option("--html", html_path_, "also write the report as one self-contained HTML page (plots, the culprit's graph) to this file");
     app.add_option("--save-outputs", outputs_path_,
@@ -61,16 +51,15 @@ class DiffCommand final : public Command {
     if (graph_.graph.empty()) throw Error(Error::Kind::Usage, "no GRAPH given: pt2diff GRAPH [INPUTS] (see pt2diff --help)");
     Program program = graph_.load();
     BoundInputs bound = inputs_.bind(program);
-    compiler_.apply_to(options_, program, graph_, inputs_);
-    options_.rule = rule_.get();
-    options_.localize.search = bisect_ == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
+    DiffOptions options = diff_options(program, graph_, inputs_, compiler_, rule_, search_);
+    options.repro_dir = repro_dir_;
     TerminalProgress progress;
-    options_.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };
-    DiffResult result = diff(program, bound, options_);
+    options.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };
+    DiffResult result = diff(program, bound, options);
     progress.clear();
     std::cout << to_text(result);
     if (!json_path_.empty()) write_file(json_path_, to_json(result));
-    if (!html_path_.empty()) write_file(html_path_, to_html(result, {&program, invocation, options_.backend.device}));
+    if (!html_path_.empty()) write_file(html_path_, to_html(result, {&program, invocation, options.backend.device}));
     if (!outputs_path_.empty()) write_file(outputs_path_, saved_outputs(result));
     if (const int failed = report_compile_failures(result)) return failed;
     return result.diverged ? 1 : 0;
@@ -81,11 +70,11 @@ class DiffCommand final : public Command {
   InputOptions inputs_;
   CompilerOptions compiler_;
   RuleOptions rule_;
-  DiffOptions options_;
+  SearchOptions search_;
+  std::string repro_dir_;
   std::string json_path_;
   std::string html_path_;
   std::string outputs_path_;
-  std::string bisect_ = "binary";
 };
 
 }  // namespace

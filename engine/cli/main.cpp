@@ -12,22 +12,8 @@
 #include "graphs/archive.h"
 #include "pt2diff/error.h"
 
-/// argv as a line a shell reads back the same (single quotes where needed).
-static std::string shell_line(int argc, char** argv) {
-  const char* safe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=@%+,";
-  std::string line;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool plain = !arg.empty() && arg.find_first_not_of(safe) == std::string::npos;
-    std::string quoted = "'";
-    for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    line += (i ? " " : "") + (plain ? arg : quoted + "'");
-  }
-  return line;
-}
-
 int main(int argc, char** argv) {
-  pt2diff::cli::invocation = shell_line(argc, argv);
+  pt2diff::cli::invocation = pt2diff::shell_line(std::vector<std::string>(argv, argv + argc));
   CLI::App app{"pt2diff: find where a compiled PyTorch 2 graph stops agreeing with the truth"};
   app.require_subcommand(0, 1);
   auto main_job = pt2diff::cli::make_diff_command();

@@ -87,10 +87,35 @@ void CompilerOptions::apply_to(DiffOptions& options, const Program& program, con
   options.backend.op_libraries = graph.libraries;
 }
 
+void SearchOptions::add_to(CLI::App& app) {
+  app.add_flag("!--no-exploded", exploded, "skip the exploded compile (every op on its own: the compiled local error column)");
+  app.add_flag("!--no-localize", localize.enabled, "do not bisect the graph when an output diverges");
+  app.add_option("--bisect", bisect, "search of the localization: binary (about 2 log2 m + 4 compiles) or linear")
+      ->check(CLI::IsMember({"binary", "linear"}))
+      ->default_val("binary");
+  app.add_option("--max-compiles", localize.max_compiles, "localization stops (inconclusive) past this many compiles")->default_val(64);
+  app.add_option("--repeats", localize.repeats, "runs of each boundary probe; answers that differ are reported as flaky")
+      ->default_val(2)
+      ->check(CLI::Range(1, 100));
+  app.add_option("--top", top, "how many nodes the ranking of introduced error lists")->default_val(10);
+}
+
+DiffOptions diff_options(const Program& program, const GraphOptions& graph, const InputOptions& inputs,
+                         const CompilerOptions& compiler, const RuleOptions& rule, const SearchOptions& search) {
+  DiffOptions options;
+  compiler.apply_to(options, program, graph, inputs);
+  options.rule = rule.get();
+  options.exploded = search.exploded;
+  options.localize = search.localize;
+  options.localize.search = search.bisect == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
+  options.top = search.top;
+  return options;
+}
+
 int report_compile_failures(const DiffResult& result) {
   if (!result.compiled_failed) return 0;
   for (const CompileRecord& c : result.compiles)
-    if (!c.ok) std::cerr << fmt::format("pt2diff: the {} compile failed ({}): {}\n", c.what, c.failure, c.message);
+    if (!c.ok) std::cerr << fmt::format("pt2diff: the {} compile failed ({}): {}\n", c.what, failure_kind_name(c.failure), c.message);
   return 4;
 }
 

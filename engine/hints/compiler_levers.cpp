@@ -8,6 +8,7 @@
 
 #include "engine/execution/reduction_orders.h"
 #include "engine/hints/hint_context.h"
+#include "pt2diff/backend_spec.h"
 
 namespace pt2diff {
 
@@ -85,7 +86,7 @@ const std::vector<Lever>& levers() {
 
 std::optional<Hint> compiler_lever_hint(const HintContext& ctx) {
   const std::string& spec = ctx.options.compiled;
-  if (spec != "inductor" && spec.rfind("external:", 0) != 0) return std::nullopt;
+  if (!BackendSpec::parse(spec).takes_compiler_config()) return std::nullopt;
   const Verdict before = judge(ctx.compiled, ctx.eager, ctx.fp64, ctx.options.rule);
   Hint h;
   h.kind = "compiler_lever";

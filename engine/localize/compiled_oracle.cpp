@@ -123,7 +123,7 @@ class CompiledOracle final : public RegionOracle {
       if (f.kind() == BackendFailure::Kind::WorkerDied || f.kind() == BackendFailure::Kind::TimedOut)
         throw OracleLost(f.what());
       a.fails = true;  // a region the compiler cannot compile or run is a failing region
-      a.failure = f.kind_name();
+      a.failure = f.kind();
       a.verdict.reason = f.kind_name();
       a.verdict.detail = f.what();
       a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -6,7 +6,7 @@
 namespace pt2diff {
 
 namespace {
-constexpr const char* kPhase = "first failing end";
+constexpr Phase kPhase = Phase::FirstFailingEnd;
 }
 
 size_t first_failing_end(SearchState& state, const std::vector<size_t>& suspects) {

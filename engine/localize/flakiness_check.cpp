@@ -6,8 +6,8 @@ namespace pt2diff {
 
 bool transition_is_stable(SearchState& state, size_t end) {
   for (int run = 1; run < state.options.repeats; ++run) {
-    if (!state.prefix(end, "recheck").fails) return false;
-    if (end > 1 && state.prefix(end - 1, "recheck").fails) return false;
+    if (!state.prefix(end, Phase::Recheck).fails) return false;
+    if (end > 1 && state.prefix(end - 1, Phase::Recheck).fails) return false;
   }
   return true;
 }

@@ -6,7 +6,7 @@
 namespace pt2diff {
 
 namespace {
-constexpr const char* kPhase = "latest start";
+constexpr Phase kPhase = Phase::LatestStart;
 }
 
 size_t latest_start(SearchState& state, size_t end) {

@@ -18,13 +18,37 @@ const char* culprit_kind_name(Culprit::Kind kind) {
   return "inconclusive";
 }
 
-void SearchState::announce(const std::string& phase) {
-  if (!on_step) return;
-  const size_t k = result.probes.size() + 1;
-  on_step(expected_probes >= k ? fmt::format("{}, probe {} of ~{}", phase, k, expected_probes) : fmt::format("{}, probe {}", phase, k));
+const char* culprit_conclusion_name(Culprit::Conclusion conclusion) {
+  switch (conclusion) {
+    case Culprit::Conclusion::Named: return "named";
+    case Culprit::Conclusion::FlakyBoundary: return "flaky_boundary";
+    case Culprit::Conclusion::NoPrefixDiverges: return "no_prefix_diverges";
+    case Culprit::Conclusion::BudgetExhausted: return "budget_exhausted";
+    case Culprit::Conclusion::BudgetExhaustedLate: return "budget_exhausted_in_phase_2";
+    case Culprit::Conclusion::AccumulatedUpstream: return "accumulated_upstream";
+    case Culprit::Conclusion::CompilerLost: return "compiler_lost";
+    case Culprit::Conclusion::RandomStream: return "random_stream";
+  }
+  return "no_prefix_diverges";
 }
 
-ProbeAnswer SearchState::record(ProbeAnswer a, size_t begin, size_t end, const std::string& phase) {
+const char* phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::FirstFailingEnd: return "first failing end";
+    case Phase::LatestStart: return "latest start";
+    case Phase::Recheck: return "recheck";
+  }
+  return "first failing end";
+}
+
+void SearchState::announce(Phase phase) {
+  if (!on_step) return;
+  const size_t k = result.probes.size() + 1;
+  on_step(expected_probes >= k ? fmt::format("{}, probe {} of ~{}", phase_name(phase), k, expected_probes)
+                               : fmt::format("{}, probe {}", phase_name(phase), k));
+}
+
+ProbeAnswer SearchState::record(ProbeAnswer a, size_t begin, size_t end, Phase phase) {
   Probe p;
   p.phase = phase;
   p.region = oracle.describe(begin, end);
@@ -41,12 +65,12 @@ ProbeAnswer SearchState::record(ProbeAnswer a, size_t begin, size_t end, const s
   return a;
 }
 
-ProbeAnswer SearchState::prefix(size_t end, const std::string& phase) {
+ProbeAnswer SearchState::prefix(size_t end, Phase phase) {
   announce(phase);
   return record(oracle.prefix(end), 0, end, phase);
 }
 
-ProbeAnswer SearchState::window(size_t begin, size_t end, const std::string& phase) {
+ProbeAnswer SearchState::window(size_t begin, size_t end, Phase phase) {
   announce(phase);
   ProbeAnswer a = record(oracle.window(begin, end), begin, end, phase);
   windows[{begin, end}] = a;
@@ -75,6 +99,7 @@ Localization localize_phases(SearchState& state, const std::vector<size_t>& susp
   const size_t k = first_failing_end(state, suspects);
   if (k == 0) {
     c.kind = Culprit::Kind::Inconclusive;
+    c.conclusion = state.out_of_budget ? Culprit::Conclusion::BudgetExhausted : Culprit::Conclusion::NoPrefixDiverges;
     c.summary = state.out_of_budget
                     ? fmt::format("the budget of {} compiles ran out before the first diverging op was found", options.max_compiles)
                     : "no prefix of the failing outputs' cone diverges when compiled on its own: the divergence needs the "
@@ -83,6 +108,7 @@ Localization localize_phases(SearchState& state, const std::vector<size_t>& susp
   }
   if (!transition_is_stable(state, k)) {
     c.kind = Culprit::Kind::Flaky;
+    c.conclusion = Culprit::Conclusion::FlakyBoundary;
     oracle.name_nodes(k - 1, k, c);
     c.summary = fmt::format("flaky: re-running the probes around {} gave different answers; the compiler (or the graph) is "
                             "nondeterministic, so no culprit is named", c.nodes.empty() ? "?" : c.nodes.front());
@@ -91,7 +117,7 @@ Localization localize_phases(SearchState& state, const std::vector<size_t>& susp
   // Phase 2 ends at the node that defines the value which failed first (usually c_k itself).
   size_t end = k;
   for (auto it = result.probes.rbegin(); it != result.probes.rend(); ++it)
-    if (it->phase == "first failing end" && it->end == k && it->fails) {
+    if (it->phase == Phase::FirstFailingEnd && it->end == k && it->fails) {
       const size_t pos = oracle.position_of(it->value);
       if (pos < k) end = pos + 1;
       break;
@@ -100,6 +126,7 @@ Localization localize_phases(SearchState& state, const std::vector<size_t>& susp
   auto decisive = state.windows.find({j, end});
   if (j >= end || decisive == state.windows.end() || !decisive->second.fails) {
     c.kind = Culprit::Kind::Inconclusive;
+    c.conclusion = state.out_of_budget ? Culprit::Conclusion::BudgetExhaustedLate : Culprit::Conclusion::AccumulatedUpstream;
     oracle.name_nodes(k - 1, k, c);
     c.summary = state.out_of_budget
                     ? fmt::format("the budget of {} compiles ran out in phase 2; divergence first shows at {}", options.max_compiles,
@@ -111,6 +138,7 @@ Localization localize_phases(SearchState& state, const std::vector<size_t>& susp
   }
   oracle.name_nodes(j, end, c);
   fill_from(c, decisive->second);
+  c.conclusion = Culprit::Conclusion::Named;
   if (j + 1 == end) {
     c.kind = Culprit::Kind::SingleOp;
     c.summary = fmt::format("{} ({}) diverges on its own: fed with fp64-exact inputs, its compiled result fails the rule ({})",
@@ -147,6 +175,7 @@ Localization localize(RegionOracle& oracle, const LocalizeOptions& options, cons
   } catch (const OracleLost& e) {
     c = Culprit{};
     c.kind = Culprit::Kind::Inconclusive;
+    c.conclusion = Culprit::Conclusion::CompilerLost;
     c.summary = fmt::format("localization stopped: {}", e.what());
     return finish();
   }

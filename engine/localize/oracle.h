@@ -18,7 +18,7 @@ struct ProbeAnswer {
   std::string value;    ///< the value that decided it
   Verdict verdict;
   Metrics compiled_to_fp64, eager_to_fp64;
-  std::string failure;  ///< compiler failure kind, when the region could not be compiled or run
+  std::optional<FailureKind> failure;  ///< when the region could not be compiled or run
   bool compiled = false;  ///< this answer cost a compile
   double seconds = 0;
   double backend_seconds = 0;  ///< of `seconds`, the time inside the backend (compile and run)

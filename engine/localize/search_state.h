@@ -21,12 +21,12 @@ struct SearchState {
 
   bool budget_left() const { return oracle.compiles() < options.max_compiles; }
   /// Asks and logs one probe.
-  ProbeAnswer prefix(size_t end, const std::string& phase);
-  ProbeAnswer window(size_t begin, size_t end, const std::string& phase);
+  ProbeAnswer prefix(size_t end, Phase phase);
+  ProbeAnswer window(size_t begin, size_t end, Phase phase);
 
  private:
-  ProbeAnswer record(ProbeAnswer answer, size_t begin, size_t end, const std::string& phase);
-  void announce(const std::string& phase);
+  ProbeAnswer record(ProbeAnswer answer, size_t begin, size_t end, Phase phase);
+  void announce(Phase phase);
 };
 
 /// Phase 1: the smallest end k with prefix(k) failing, prefix(k - 1) passing. 0 when none fails.

@@ -211,7 +211,7 @@ std::string outputs_section(const DiffResult& r) {
          "<th class=\"n\">compile</th><th class=\"n\">run</th><th>message</th></tr></thead><tbody>\n";
     for (const CompileRecord& c : r.compiles)
       s += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{:.2f} s</td><td class=\"n\">{:.2f} ms</td><td class=\"brk\">{}</td></tr>\n",
-                       esc(c.what), c.nodes, c.ok ? "<span class=\"badge pass\">ok</span>" : "<span class=\"badge fail\">" + esc(c.failure) + "</span>",
+                       esc(c.what), c.nodes, c.ok ? "<span class=\"badge pass\">ok</span>" : "<span class=\"badge fail\">" + esc(failure_kind_name(c.failure)) + "</span>",
                        c.compile_seconds, c.run_seconds * 1e3, esc(c.message));
     s += "</tbody></table></div>\n";
   }
@@ -668,10 +668,10 @@ std::string probes_section(const Localization& l) {
        "<th>value</th><th>cost</th><th class=\"n\">seconds</th></tr></thead><tbody>\n";
   for (size_t i = 0; i < l.probes.size(); ++i) {
     const Probe& p = l.probes[i];
-    const std::string reason = p.failure.empty() ? p.verdict.reason : p.failure;
+    const std::string reason = p.failure ? failure_kind_name(*p.failure) : p.verdict.reason;
     s += fmt::format("<tr><td class=\"n\">{}</td><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"mono\" title=\"{}\">{}</td>"
                      "<td class=\"mono\">{}</td><td>{}</td><td class=\"n\">{:.3f}</td></tr>\n",
-                     i + 1, esc(p.phase), esc(p.region), badge(!p.fails), esc(p.verdict.detail), esc(reason), esc(p.value),
+                     i + 1, esc(phase_name(p.phase)), esc(p.region), badge(!p.fails), esc(p.verdict.detail), esc(reason), esc(p.value),
                      p.compiled ? "compiled" : "<span class=\"muted\">re-run / cached</span>", p.seconds);
   }
   return s + "</tbody></table></div>\n</section>\n";

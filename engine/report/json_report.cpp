@@ -52,7 +52,7 @@ std::string to_json(const DiffResult& r) {
   json compiles = json::array();
   bool graph_failed = false;
   for (const CompileRecord& c : r.compiles) {
-    compiles.push_back({{"what", c.what}, {"nodes", c.nodes}, {"ok", c.ok}, {"failure", c.failure}, {"message", c.message},
+    compiles.push_back({{"what", c.what}, {"nodes", c.nodes}, {"ok", c.ok}, {"failure", failure_kind_name(c.failure)}, {"message", c.message},
                         {"compile_seconds", c.compile_seconds}, {"run_seconds", c.run_seconds}});
     graph_failed = graph_failed || (c.what == "graph" && !c.ok);
   }
@@ -62,13 +62,13 @@ std::string to_json(const DiffResult& r) {
     const Culprit& c = l.culprit;
     json probes = json::array();
     for (const Probe& p : l.probes)
-      probes.push_back({{"phase", p.phase}, {"region", p.region}, {"begin", p.begin}, {"end", p.end}, {"fails", p.fails},
-                        {"value", p.value}, {"reason", p.verdict.reason}, {"detail", p.verdict.detail}, {"failure", p.failure},
+      probes.push_back({{"phase", phase_name(p.phase)}, {"region", p.region}, {"begin", p.begin}, {"end", p.end}, {"fails", p.fails},
+                        {"value", p.value}, {"reason", p.verdict.reason}, {"detail", p.verdict.detail}, {"failure", failure_kind_name(p.failure)},
                         {"compiled", p.compiled}, {"seconds", p.seconds}});
     localization = {{"failing_outputs", l.failing_outputs}, {"cone_size", l.cone_size}, {"budget", l.budget},
                     {"compiles", l.compiles}, {"seconds", l.seconds}, {"exploded_suspects", l.exploded_suspects},
                     {"exploded_agrees", l.exploded_agrees},
-                    {"culprit", {{"kind", culprit_kind_name(c.kind)}, {"summary", c.summary}, {"nodes", c.nodes}, {"ops", c.ops},
+                    {"culprit", {{"kind", culprit_kind_name(c.kind)}, {"conclusion", culprit_conclusion_name(c.conclusion)}, {"summary", c.summary}, {"nodes", c.nodes}, {"ops", c.ops},
                                  {"sources", c.sources}, {"module_paths", c.module_paths}, {"value", c.value},
                                  {"reason", c.verdict.reason}, {"detail", c.verdict.detail},
                                  {"compiled_to_fp64", metrics(c.compiled_to_fp64)}, {"eager_to_fp64", metrics(c.eager_to_fp64)}}},

@@ -10,8 +10,7 @@
 
 #include "engine/backends/backends.h"
 #include "engine/backends/worker_backend.h"
-#include "engine/execution/op_catalog.h"
-#include "graphs/graph_text.h"
+#include "pt2diff/backend_spec.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {
@@ -20,47 +19,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-/// The op part of a target, as fault specs name it: "torch.ops.aten.mm.default" → "aten.mm".
-std::string op_of(const Node& n) {
-  std::string t = short_target(n.target);
-  auto dot = t.rfind('.');
-  return dot == std::string::npos ? t : t.substr(0, dot);
-}
-
-/// A fault spec naming a node of the full graph, renamed for the repro: node names change when the
-/// window is exported again, the K-th occurrence of its op inside the window does not.
-std::string spec_for_repro(const std::string& spec, const Graph& g, const std::vector<NodeId>& window, bool on_cpu) {
-  if (spec.rfind("fault:", 0) != 0) return spec;
-  const std::string body = spec.substr(6);
-  const std::string planted = fault_node(body, g);
-  const std::string kind = body.substr(body.rfind(':') + 1);
-  int k = 0;
-  for (NodeId id : window) {
-    const Node& n = g.node(id);
-    if (n.name == planted) {
-      for (NodeId before : window)
-        if (before <= id && op_of(g.node(before)) == op_of(n)) ++k;
-      // Exported on the CPU, a CUDA-only fused attention is its math form there.
-      const bool substituted = on_cpu && classify_op(n.target).route == OpRoute::CpuSubstitute;
-      return fmt::format("fault:{}#{}:{}", substituted ? "aten._scaled_dot_product_attention_math" : op_of(n), k, kind);
-    }
-  }
-  return spec;
-}
-
-bool compiles_for_a_device(const std::string& compiled) { return compiled == "inductor" || compiled.rfind("external:", 0) == 0; }
-
 /// Where the window is exported: a GPU export's window on the GPU when the compiler targets it (the
 /// repro keeps the fused kernels the bug is in); otherwise on the CPU, which every machine can load.
 std::string repro_device(const Program& program, const DiffOptions& options) {
-  const bool gpu_compile = compiles_for_a_device(options.compiled) && options.backend.device.rfind("cuda", 0) == 0;
+  const bool gpu_compile = BackendSpec::parse(options.compiled).targets_device() && options.backend.device.rfind("cuda", 0) == 0;
   return program.export_device.type != "cpu" && gpu_compile ? options.backend.device : "cpu";
+}
+
+/// The --compiled spec of the repro: a fault planted at a node of the full graph is renamed for the window.
+std::string spec_for_repro(const std::string& compiled, const Graph& g, const std::vector<NodeId>& window, bool on_cpu) {
+  BackendSpec spec = BackendSpec::parse(compiled);
+  if (spec.kind == BackendSpec::Kind::Fault) spec.argument = fault_spec_for_window(spec.argument, g, window, on_cpu);
+  return spec.str();
 }
 
 }  // namespace
@@ -98,11 +68,13 @@ Repro write_repro(const Program& program, const Culprit& culprit, const Referenc
     repro.message = e.what();
     return repro;
   }
-  std::string command = fmt::format("pt2diff {} {} --compiled {}", repro.archive, repro.inputs,
-                                    quoted(spec_for_repro(options.compiled, g, window, repro_device(program, options) == "cpu")));
-  if (options.rule.tol != ToleranceRule{}.tol) command += fmt::format(" --tol {:g}", options.rule.tol);
-  for (const std::string& kv : options.backend.inductor_config) command += " --inductor-config " + quoted(kv);
-  if (compiles_for_a_device(options.compiled) && options.backend.device != "cpu") command += " --device " + options.backend.device;
+  // Every option that shapes the verdict, written back as the CLI's flags (to_flags), with the fault
+  // renamed for the window and --device explicit unless it is the CPU.
+  DiffOptions again = options;
+  again.compiled = spec_for_repro(options.compiled, g, window, repro_device(program, options) == "cpu");
+  std::vector<std::string> words = {"pt2diff", repro.archive, repro.inputs};
+  for (std::string& flag : to_flags(again, "cpu")) words.push_back(std::move(flag));
+  const std::string command = shell_line(words);
   repro.command = command;
   std::ofstream readme(fs::path(options.repro_dir) / "README.md");
   readme << fmt::format(

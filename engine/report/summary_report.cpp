@@ -11,7 +11,7 @@ std::string to_summary(const DiffResult& r) {
   std::string out;
   if (r.compiled_failed) {
     for (const CompileRecord& c : r.compiles)
-      if (!c.ok) out += fmt::format("the {} compile failed ({}): {}\n", c.what, c.failure, c.message);
+      if (!c.ok) out += fmt::format("the {} compile failed ({}): {}\n", c.what, failure_kind_name(c.failure), c.message);
   }
   size_t failing = 0;
   for (const OutputVerdict& o : r.outputs) {

@@ -86,7 +86,7 @@ std::string sweep_to_json(const SweepResult& s) {
                {"first_diverging", p.first_diverging.empty() ? json(nullptr) : json(p.first_diverging)}};
     if (p.localization) {
       const Culprit& c = p.localization->culprit;
-      jp["localization"] = {{"kind", culprit_kind_name(c.kind)}, {"nodes", c.nodes}, {"ops", c.ops},
+      jp["localization"] = {{"kind", culprit_kind_name(c.kind)}, {"conclusion", culprit_conclusion_name(c.conclusion)}, {"nodes", c.nodes}, {"ops", c.ops},
                             {"summary", c.summary}, {"compiles", p.localization->compiles}};
     }
     points.push_back(jp);

@@ -30,7 +30,7 @@ std::string to_text(const DiffResult& r) {
       if (c.ok)
         line(fmt::format("  {:<9} {:>5} nodes  compile {:.2f} s  run {:.2f} ms", c.what, c.nodes, c.compile_seconds, c.run_seconds * 1e3));
       else
-        line(fmt::format("  {:<9} {:>5} nodes  FAILED ({}): {}", c.what, c.nodes, c.failure, c.message));
+        line(fmt::format("  {:<9} {:>5} nodes  FAILED ({}): {}", c.what, c.nodes, failure_kind_name(c.failure), c.message));
     }
     line("");
   }
@@ -73,8 +73,8 @@ std::string to_text(const DiffResult& r) {
       line("  (--repro DIR writes this culprit as a standalone archive with its inputs and the command to run)");
     line("  probes:");
     for (const Probe& p : l.probes)
-      line(fmt::format("    {:<18} {:<44} {:<5} {:<20} {}{:.2f} s", p.phase, p.region, p.fails ? "FAIL" : "pass",
-                       p.failure.empty() ? p.verdict.reason : p.failure, p.compiled ? "compiled, " : "", p.seconds));
+      line(fmt::format("    {:<18} {:<44} {:<5} {:<20} {}{:.2f} s", phase_name(p.phase), p.region, p.fails ? "FAIL" : "pass",
+                       p.failure ? failure_kind_name(*p.failure) : p.verdict.reason, p.compiled ? "compiled, " : "", p.seconds));
     line("");
   }
   if (r.ranking.empty()) {

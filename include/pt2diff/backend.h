@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "pt2diff/failure.h"
 #include "pt2diff/graph.h"
 #include "pt2diff/program.h"
 
@@ -49,17 +50,11 @@ struct RegionSpec {
 /// Backend::compile() and CompiledRegion::run().
 class BackendFailure : public std::runtime_error {
  public:
-  enum class Kind {
-    CompileFailed,  ///< the compiler rejected or crashed on the region (its message is kept)
-    RunFailed,      ///< the compiled code raised while running
-    WorkerDied,     ///< the worker process exited (twice: it is restarted once)
-    TimedOut,       ///< no answer within BackendOptions::timeout_seconds (the worker is killed)
-    Unusable,       ///< the backend cannot run here at all (no such package, wrong device or ISA, ...)
-  };
+  using Kind = FailureKind;  ///< pt2diff/failure.h
   BackendFailure(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   Kind kind() const { return kind_; }
-  /// Stable name for reports: "compile_failed", "run_failed", "worker_died", "timed_out", "unusable".
-  const char* kind_name() const;
+  /// failure_kind_name(kind()): "compile_failed", "run_failed", "worker_died", "timed_out", "unusable".
+  const char* kind_name() const { return failure_kind_name(kind_); }
 
  private:
   Kind kind_;

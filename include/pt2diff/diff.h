@@ -74,7 +74,7 @@ struct CompileRecord {
   std::string what;          ///< "graph" (the whole graph, fused) or "exploded" (every op on its own)
   size_t nodes = 0;
   bool ok = false;
-  std::string failure;       ///< BackendFailure::kind_name(): "compile_failed", "timed_out", ...
+  std::optional<FailureKind> failure;  ///< why it failed, when !ok (failure_kind_name() prints it)
   std::string message;       ///< the compiler's or worker's message, one line
   double compile_seconds = 0;
   double run_seconds = 0;
@@ -124,6 +124,15 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
 /// node or a `last` that comes before `first`.
 std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, const std::string& first, const DiffOptions& options,
                           const std::string& last = "");
+
+/// The flags of `pt2diff GRAPH INPUTS` that run the CLI with `options` again: every option that differs
+/// from the CLI's default, spelled as the CLI reads it ({"--compiled", "fault:mm#1:bf16", "--tol",
+/// "1e-06"}). `default_device` is what --device would default to (the graph's export device). Where
+/// results go (--json, --html, --repro, --inductor-cache) and callbacks are left out: they change no
+/// verdict. A repro command, or a test harness's log, is these flags after GRAPH INPUTS.
+std::vector<std::string> to_flags(const DiffOptions& options, const std::string& default_device = "cpu");
+/// Words as one line a POSIX shell reads back as the same words (single quotes where needed).
+std::string shell_line(const std::vector<std::string>& words);
 
 /// The readable report.
 std::string to_text(const DiffResult& result);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "pt2diff/compare.h"
+#include "pt2diff/failure.h"
 #include "pt2diff/hints.h"
 
 namespace pt2diff {
@@ -31,15 +32,23 @@ struct LocalizeOptions {
   bool use_exploded = true;      ///< start phase 1 at the first op the exploded compile flags
 };
 
+/// Which part of the search asked a probe.
+enum class Phase {
+  FirstFailingEnd,  ///< phase 1: the smallest prefix of the cone whose compiled frontier fails
+  LatestStart,      ///< phase 2: the latest start of a window that still fails from fp64-exact inputs
+  Recheck,          ///< the boundary probes of phase 1 re-run (flakiness)
+};
+const char* phase_name(Phase phase);  ///< "first failing end", "latest start", "recheck"
+
 /// One question asked of the compiler: does this region diverge?
 struct Probe {
-  std::string phase;        ///< "first failing end", "latest start", "recheck"
+  Phase phase = Phase::FirstFailingEnd;
   std::string region;       ///< "c1..c7: 7 nodes, linear .. add_2" (cone positions, 1-based)
   size_t begin = 0, end = 0;  ///< cone positions [begin, end), 0-based
   bool fails = false;
   std::string value;        ///< the value that decided it (the worst failing one, or the worst passing one)
   Verdict verdict;          ///< the rule on that value
-  std::string failure;      ///< a compiler failure kind ("compile_failed", ...) when the probe could not run
+  std::optional<FailureKind> failure;  ///< why the probe could not run (failure.h), when the compiler failed
   bool compiled = false;    ///< this probe cost a compile (re-runs and cached regions do not)
   double seconds = 0;
   double backend_seconds = 0;  ///< of `seconds`, the time inside the backend (compile and run)
@@ -54,6 +63,18 @@ struct Culprit {
     Inconclusive,  ///< the compile budget ran out, or no prefix of the cone diverges when compiled alone
   };
   Kind kind = Kind::Inconclusive;
+  /// How the search ended, as a stable code (culprit_conclusion_name(); JSON "conclusion"): one per way
+  /// of not naming a culprit, so tools can tell them apart without reading `summary`.
+  enum class Conclusion {
+    Named,                 ///< "named": kind is SingleOp or Window
+    FlakyBoundary,         ///< "flaky_boundary": a boundary probe answered differently when re-run
+    NoPrefixDiverges,      ///< "no_prefix_diverges": only the whole graph compiled together diverges
+    BudgetExhausted,       ///< "budget_exhausted": max_compiles reached in phase 1
+    BudgetExhaustedLate,   ///< "budget_exhausted_in_phase_2": reached after divergence was first seen
+    AccumulatedUpstream,   ///< "accumulated_upstream": no window ending where divergence shows fails on fp64-exact inputs
+    CompilerLost,          ///< "compiler_lost": the compiler hung or died during the search
+    RandomStream,          ///< "random_stream": divergence first shows at a random op (streams differ)
+  } conclusion = Conclusion::NoPrefixDiverges;
   std::vector<std::string> nodes;  ///< the culprit op, or the window's nodes in order
   std::vector<std::string> ops;    ///< their targets ("aten.mm.default")
   std::vector<std::string> sources;       ///< their user source lines
@@ -64,6 +85,7 @@ struct Culprit {
   std::string summary;             ///< one sentence for humans
 };
 const char* culprit_kind_name(Culprit::Kind kind);  ///< "single_op", "window", "flaky", "inconclusive"
+const char* culprit_conclusion_name(Culprit::Conclusion conclusion);  ///< "named", "flaky_boundary", ...
 
 /// The culprit window as a standalone program anyone can run (DiffOptions::repro_dir).
 struct Repro {

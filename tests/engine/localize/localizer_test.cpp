@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <cmath>
 #include <fmt/format.h>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "engine/localize/oracle.h"
@@ -14,7 +16,7 @@ namespace {
 
 /// Positions [a, b] (inclusive) diverge together: a prefix fails once it holds b; a window fails
 /// when it holds all of [a, b]. Every distinct region asked counts as one compile.
-class FakeOracle final : public RegionOracle {
+class FakeOracle : public RegionOracle {
  public:
   FakeOracle(size_t m, size_t a, size_t b) : m_(m), a_(a), b_(b) {}
   size_t size() const override { return m_; }
@@ -60,6 +62,7 @@ TEST(Localizer, FindsEverySingleOpWithinTheBudget) {
       FakeOracle oracle(m, culprit, culprit);
       Localization l = run(oracle);
       ASSERT_EQ(l.culprit.kind, Culprit::Kind::SingleOp) << "m=" << m << " culprit=" << culprit << ": " << l.culprit.summary;
+      ASSERT_EQ(l.culprit.conclusion, Culprit::Conclusion::Named);
       EXPECT_EQ(l.culprit.nodes, std::vector<std::string>{fmt::format("n{}", culprit)});
       EXPECT_LE(l.compiles, l.budget) << "m=" << m << " culprit=" << culprit;
       EXPECT_EQ(l.budget, 2 * static_cast<size_t>(std::ceil(std::log2(m))) + 4);
@@ -72,6 +75,7 @@ TEST(Localizer, FindsTheSmallestWindowThatFailsOnlyTogether) {
     FakeOracle oracle(m, a, b);
     Localization l = run(oracle);
     ASSERT_EQ(l.culprit.kind, Culprit::Kind::Window) << l.culprit.summary;
+    ASSERT_EQ(l.culprit.conclusion, Culprit::Conclusion::Named);
     EXPECT_EQ(l.culprit.nodes.front(), fmt::format("n{}", a));
     EXPECT_EQ(l.culprit.nodes.back(), fmt::format("n{}", b));
     EXPECT_LE(l.compiles, l.budget);
@@ -108,6 +112,7 @@ TEST(Localizer, FlakyAnswersNameNoCulprit) {
   o.repeats = 3;
   Localization l = run(oracle, o);
   EXPECT_EQ(l.culprit.kind, Culprit::Kind::Flaky) << l.culprit.summary;
+  EXPECT_EQ(l.culprit.conclusion, Culprit::Conclusion::FlakyBoundary);
   EXPECT_NE(l.culprit.summary.find("flaky: re-running the probes around n50"), std::string::npos) << l.culprit.summary;
 }
 
@@ -118,7 +123,50 @@ TEST(Localizer, AnExhaustedBudgetIsInconclusive) {
   Localization l = run(oracle, o);
   EXPECT_EQ(l.culprit.kind, Culprit::Kind::Inconclusive);
   EXPECT_NE(l.culprit.summary.find("budget of 4 compiles ran out"), std::string::npos) << l.culprit.summary;
+  EXPECT_EQ(l.culprit.conclusion, Culprit::Conclusion::BudgetExhausted);
   EXPECT_LE(l.compiles, 5u);
+}
+
+TEST(Localizer, EveryWayOfNamingNoCulpritHasItsOwnConclusion) {
+  // Nothing fails on its own: only the whole graph compiled together diverges.
+  FakeOracle none(50, 50, 50);
+  Localization l = run(none);
+  EXPECT_EQ(l.culprit.kind, Culprit::Kind::Inconclusive);
+  EXPECT_EQ(l.culprit.conclusion, Culprit::Conclusion::NoPrefixDiverges) << l.culprit.summary;
+
+  // Prefixes fail from n20 on, but no window fails from fp64-exact inputs: accumulated upstream.
+  struct NoWindowFails : FakeOracle {
+    using FakeOracle::FakeOracle;
+    ProbeAnswer window(size_t, size_t) override {
+      ProbeAnswer a;
+      a.compiled = true;
+      a.value = "v";
+      a.verdict.pass = true;
+      return a;
+    }
+  } upstream(50, 20, 20);
+  l = run(upstream);
+  EXPECT_EQ(l.culprit.conclusion, Culprit::Conclusion::AccumulatedUpstream) << l.culprit.summary;
+  EXPECT_EQ(l.culprit.nodes, std::vector<std::string>{"n20"});
+
+  // The compiler dies mid-search.
+  struct Dies : FakeOracle {
+    using FakeOracle::FakeOracle;
+    ProbeAnswer prefix(size_t) override { throw OracleLost("the inductor worker died while compiling"); }
+  } dies(50, 20, 20);
+  l = run(dies);
+  EXPECT_EQ(l.culprit.conclusion, Culprit::Conclusion::CompilerLost) << l.culprit.summary;
+  EXPECT_NE(l.culprit.summary.find("localization stopped: the inductor worker died"), std::string::npos) << l.culprit.summary;
+}
+
+TEST(Localizer, TheReportSchemaListsEveryConclusionByItsName) {
+  std::ifstream f(std::string(PT2DIFF_FIXTURES) + "/../docs/report.schema.json");
+  const nlohmann::json schema = nlohmann::json::parse(f);
+  const auto& listed = schema["properties"]["localization"]["oneOf"][1]["properties"]["culprit"]["properties"]["conclusion"]["enum"];
+  std::vector<std::string> names;
+  for (int c = 0; c <= static_cast<int>(Culprit::Conclusion::RandomStream); ++c)
+    names.emplace_back(culprit_conclusion_name(static_cast<Culprit::Conclusion>(c)));
+  EXPECT_EQ(listed.get<std::vector<std::string>>(), names);
 }
 
 }  // namespace

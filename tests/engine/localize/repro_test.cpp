@@ -42,6 +42,28 @@ TEST(Repro, TheWrittenWindowDivergesAgainAtTheSameOp) {
   EXPECT_EQ(rloc["culprit"]["ops"], nlohmann::json::array({"aten.bmm.default"}));
 }
 
+TEST(Repro, TheCommandKeepsEveryOptionThatShapesTheVerdict) {
+  // A non-default rule, tolerance, multiplier and seed: the repro judges as the run that wrote it did.
+  testing::ScratchDir scratch("repro_options");
+  const std::string dir = scratch.file("repro"), report = scratch.file("report.json");
+  auto r = testing::run_cli(fmt::format("{} {} --compiled 'fault:aten.bmm#2:noise=0.05' --rule allclose --tol 1e-05 "
+                                        "--fp32-multiplier 3 --seed 5 --repro {} --json {}",
+                                        fixture("attention_core.pt2"), fixture("attention_inputs.pt"), dir, report));
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  nlohmann::json loc = read_json(report)["localization"];
+  ASSERT_TRUE(loc["repro"]["ok"]) << loc["repro"]["message"];
+  const std::string command = loc["repro"]["command"];
+  EXPECT_EQ(command, "pt2diff " + dir + "/repro.pt2 " + dir + "/repro_inputs.pt --compiled 'fault:aten.bmm#1:noise=0.05' --seed 5 "
+                     "--rule allclose --tol 1e-05 --fp32-multiplier 3");
+  auto rerun = testing::run_cli(command.substr(std::string("pt2diff ").size()) + " --json " + scratch.file("again.json"));
+  EXPECT_EQ(rerun.exit_code, 1) << rerun.out << rerun.err;
+  nlohmann::json again = read_json(scratch.file("again.json"));
+  EXPECT_EQ(again["tolerance"]["rule"], "allclose") << again["tolerance"];
+  EXPECT_EQ(again["tolerance"]["tol"], 1e-05);
+  EXPECT_EQ(again["tolerance"]["fp32_multiplier"], 3.0);
+  EXPECT_EQ(again["localization"]["culprit"]["ops"], nlohmann::json::array({"aten.bmm.default"}));
+}
+
 TEST(Repro, AGpuExportsWindowIsWrittenForTheCpuWithItsMathAttention) {
   // Here (no CUDA) the window of a graph exported on cuda:0 is exported on the CPU, where its fused
   // attention is math attention: the fault spec follows the op, and the repro diverges there again.

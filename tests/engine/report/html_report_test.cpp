@@ -141,7 +141,7 @@ DiffResult hostile_result() {
   h.evidence = {{"rmse_compiled_to_fp64", 6e-4}, {"rmse_eager_to_fp64", 2e-8}, {"<ev>", 3}};
   l.hints.push_back(h);
   Probe p;
-  p.phase = "first failing end";
+  p.phase = Phase::FirstFailingEnd;
   p.region = "c1..c1: 1 node, <x>";
   p.fails = true;
   p.verdict.reason = "rmse_exceeds_bound";

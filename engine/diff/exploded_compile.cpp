@@ -1,0 +1,45 @@
+// engine/diff/exploded_compile.cpp — stage compile_exploded: every op on its own through the compiler,
+// fed the fp64 values of its inputs rounded to their dtypes (the eager local run's inputs): the
+// compiled local error of every node, in one compile, and which nodes fail the rule alone (suspects).
+#include <unordered_map>
+
+#include "engine/diff/stages.h"
+
+namespace pt2diff {
+
+void compile_exploded(RunState& s) {
+  const Graph& g = s.program.ir.graph;
+  DiffResult& r = s.result;
+  // A worker that hung, died twice or cannot run here at all is not asked again.
+  const bool worker_lost = !r.compiles.empty() && r.compiles.back().failure && loses_compiler(*r.compiles.back().failure);
+  if (!s.exploded || worker_lost || g.nodes().empty()) return;
+  std::vector<NodeId> all;
+  for (const Node& n : g.nodes()) all.push_back(n.id);
+  const RegionSpec ops = RegionSpec::exploded_ops(g, all);
+  std::vector<c10::IValue> ops_inputs;
+  for (ValueId v : ops.inputs) ops_inputs.push_back(s.reference.rounded[static_cast<size_t>(v)]);
+  auto local = compile_and_run(s.backend, ops, ops_inputs, "exploded", r);
+  if (!local) return;
+  // The eager local results of the same ops on the same inputs: the rule's "eager" per op.
+  const std::vector<c10::IValue> eager_local = s.interpreter.run_region(ops, ops_inputs);
+  std::unordered_map<std::string, std::pair<const c10::IValue*, const c10::IValue*>> by_name;
+  for (size_t i = 0; i < ops.outputs.size(); ++i) by_name[g.value(ops.outputs[i]).name] = {&(*local)[i], &eager_local[i]};
+  for (size_t k = 0; k < r.nodes.size(); ++k) {  // r.nodes[k] is g.nodes()[k]
+    NodeError& ne = r.nodes[k];
+    const auto ulp_dtype = working_dtype(g, g.nodes()[k]);
+    for (ValueError& ve : ne.values) {
+      if (!ve.compared) continue;
+      auto it = by_name.find(ve.name);
+      const c10::IValue& ref = s.reference.fp64[static_cast<size_t>(g.find(ve.name))];
+      if (it == by_name.end() || !it->second.first->isTensor() || !it->second.second->isTensor() || !ref.isTensor()) continue;
+      const at::Tensor& compiled_local = it->second.first->toTensor();
+      ve.compiled_local = measure(compiled_local, ref.toTensor(), ulp_dtype);
+      ve.has_compiled_local = true;
+      if (s.options.keep_values) ve.compiled_local_value = compiled_local;
+      if (!judge(compiled_local, it->second.second->toTensor(), ref.toTensor(), s.options.rule).pass) ne.compiled_local_fails = true;
+      ne.compiled_local_ulp = std::max(ne.compiled_local_ulp, ve.compiled_local.exact_kind ? 0.0 : ve.compiled_local.max_ulp);
+    }
+  }
+}
+
+}  // namespace pt2diff

@@ -1,0 +1,50 @@
+// engine/diff/hints_stage.cpp — stage explain_culprit, and explain_window, which explain() shares: the
+// hint experiments (engine/hints/) on the culprit window, fed the kept fp64 values rounded to their
+// dtypes, with its compiled, eager and fp64 results.
+#include <algorithm>
+
+#include "engine/diff/stages.h"
+#include "engine/hints/hint_context.h"
+
+namespace pt2diff {
+
+std::vector<Hint> explain_window(const RunState& s, const Culprit& culprit) {
+  const Graph& g = s.program.ir.graph;
+  std::vector<NodeId> nodes;
+  for (const std::string& name : culprit.nodes)
+    for (const Node& n : g.nodes())
+      if (n.name == name) nodes.push_back(n.id);
+  if (nodes.empty()) return {};
+  HintContext ctx{s.program, s.interpreter, s.options, RegionSpec::fused(g, nodes, g.node(nodes.back()).output_values()), {}, {}, {}, {}, 0, {}};
+  for (ValueId v : ctx.window.inputs) ctx.inputs.push_back(s.reference.rounded[static_cast<size_t>(v)]);
+  const std::vector<std::string>& random_nodes = s.runs.native.random_nodes;
+  for (const std::string& name : culprit.nodes)
+    if (std::find(random_nodes.begin(), random_nodes.end(), name) != random_nodes.end()) ctx.random_nodes.push_back(name);
+  for (size_t i = 0; i < ctx.window.outputs.size(); ++i)
+    if (g.value(ctx.window.outputs[i]).name == culprit.value) ctx.judged = i;
+  const c10::IValue& fp64 = s.reference.fp64[static_cast<size_t>(ctx.window.outputs.at(ctx.judged))];
+  const c10::IValue eager = s.interpreter.run_region(ctx.window, ctx.inputs).at(ctx.judged);
+  if (!fp64.isTensor() || !eager.isTensor()) return {};
+  ctx.fp64 = fp64.toTensor();
+  ctx.eager = eager.toTensor();
+  try {
+    const c10::IValue compiled = s.backend.compile(ctx.window, ctx.inputs)->run(ctx.inputs).at(ctx.judged);
+    if (!compiled.isTensor()) return {};
+    ctx.compiled = compiled.toTensor();
+  } catch (const BackendFailure&) {
+    return {};
+  }
+  std::vector<Hint> hints;
+  for (auto experiment : {dtype_promotion_hint, reduction_order_hint, compiler_lever_hint})
+    if (auto h = experiment(ctx)) hints.push_back(std::move(*h));
+  return hints;
+}
+
+void explain_culprit(RunState& s) {
+  if (!s.result.localization) return;
+  Localization& loc = *s.result.localization;
+  const bool named = loc.culprit.kind == Culprit::Kind::SingleOp || loc.culprit.kind == Culprit::Kind::Window;
+  if (named || s.random_first) loc.hints = explain_window(s, loc.culprit);
+}
+
+}  // namespace pt2diff

@@ -1,0 +1,58 @@
+// engine/diff/judge_outputs.cpp — stage judge_outputs: every graph output, compiled against eager with
+// fp64 as referee (verdict_rule.cpp), and its error to fp64 both ways.
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "engine/diff/stages.h"
+
+namespace pt2diff {
+
+namespace {
+
+OutputVerdict no_compiled_value(OutputVerdict ov, const std::string& why) {
+  ov.verdict.pass = false;
+  ov.verdict.reason = "no_compiled_value";
+  ov.verdict.detail = why;
+  return ov;
+}
+
+}  // namespace
+
+void judge_outputs(RunState& s) {
+  const Graph& g = s.program.ir.graph;
+  DiffResult& r = s.result;
+  for (size_t i = 0; i < s.program.ir.output_specs.size(); ++i) {
+    const OutputSpec& spec = s.program.ir.output_specs[i];
+    OutputVerdict ov;
+    auto values = spec.arg.values();
+    ov.name = values.empty() ? fmt::format("output #{}", i) : g.value(values.front()).name;
+    ov.role = std::string(output_kind_name(spec.kind)) + (spec.target.empty() ? "" : " of " + spec.target);
+    const c10::IValue& eager = s.runs.native.outputs[i];
+    const c10::IValue& fp64 = s.runs.fp64.outputs[i];
+    if (!eager.isTensor()) continue;
+    ov.eager_value = eager.toTensor();
+    if (fp64.isTensor()) ov.fp64_value = fp64.toTensor();
+    const bool fp64_ok = fp64.isTensor() && !s.uncomparable_values.count(ov.name);
+    NodeId producer = values.empty() ? kGraphInput : g.value(values.front()).producer;
+    auto ulp_dtype = producer == kGraphInput ? std::nullopt : working_dtype(g, g.node(producer));
+    if (fp64_ok) ov.eager_to_fp64 = measure(eager.toTensor(), fp64.toTensor(), ulp_dtype);
+    c10::IValue result;
+    if (s.compiled && !values.empty()) {
+      auto at = std::find(s.whole.outputs.begin(), s.whole.outputs.end(), values.front());
+      if (at != s.whole.outputs.end()) result = (*s.compiled)[static_cast<size_t>(at - s.whole.outputs.begin())];
+    }
+    if (!s.compiled) {
+      ov = no_compiled_value(std::move(ov), r.compiles.back().message);
+    } else if (!result.isTensor()) {
+      ov = no_compiled_value(std::move(ov), fmt::format("{} does not return this output", r.compiled));
+    } else {
+      ov.compiled_value = result.toTensor();
+      ov.verdict = judge(result.toTensor(), eager.toTensor(), fp64_ok ? fp64.toTensor() : at::Tensor(), s.options.rule);
+      if (fp64_ok) ov.compiled_to_fp64 = measure(result.toTensor(), fp64.toTensor(), ulp_dtype);
+    }
+    r.diverged = r.diverged || !ov.verdict.pass;
+    r.outputs.push_back(std::move(ov));
+  }
+}
+
+}  // namespace pt2diff

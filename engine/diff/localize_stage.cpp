@@ -1,0 +1,49 @@
+// engine/diff/localize_stage.cpp — stage localize_divergence: when an output diverged and the graph
+// compiled (a verdict to explain), bisect its failing cone to the first diverging op or window
+// (engine/localize/), starting from the exploded compile's suspects.
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "engine/diff/stages.h"
+
+namespace pt2diff {
+
+void localize_divergence(RunState& s) {
+  const Graph& g = s.program.ir.graph;
+  DiffResult& r = s.result;
+  const bool graph_ok = !r.compiles.empty() && r.compiles.front().ok;
+  if (!r.diverged || !graph_ok || !s.bisect || !s.backend.compiles_regions()) return;
+  std::vector<ValueId> failing;
+  std::vector<std::string> failing_names;
+  for (const OutputVerdict& o : r.outputs)
+    if (!o.verdict.pass) {
+      failing.push_back(g.find(o.name));
+      failing_names.push_back(o.name);
+    }
+  std::vector<NodeId> cone = failing_cone(g, failing);
+  std::vector<size_t> suspects;
+  for (size_t i = 0; i < cone.size(); ++i)
+    if (r.nodes[static_cast<size_t>(cone[i])].compiled_local_fails) suspects.push_back(i);
+  std::set<ValueId> uncomparable;
+  for (const std::string& name : s.uncomparable_values) uncomparable.insert(g.find(name));
+  auto oracle = make_compiled_oracle(s.program, s.backend, s.interpreter, s.reference, cone, uncomparable, s.options.rule);
+  Localization loc = localize(*oracle, s.options.localize, suspects, [&](const std::string& label) { *s.step = label; });
+  s.step->clear();
+  loc.failing_outputs = failing_names;
+  for (size_t i : suspects) loc.exploded_suspects.push_back(g.node(cone[i]).name);
+  // A random op where divergence first shows: compiled and eager draw different streams, so no
+  // window can be judged; say that rather than blame accumulated error, and try the levers on it.
+  s.random_first = loc.culprit.kind == Culprit::Kind::Inconclusive && !loc.culprit.nodes.empty() &&
+                   std::find(r.random_nodes.begin(), r.random_nodes.end(), loc.culprit.nodes.front()) != r.random_nodes.end();
+  if (s.random_first) {
+    loc.culprit.conclusion = Culprit::Conclusion::RandomStream;
+    loc.culprit.summary = fmt::format(
+        "divergence first shows at {}, which draws random numbers: the compiled code draws a different random stream "
+        "than eager, so its values cannot be compared op by op (see the compiler_lever hint)",
+        loc.culprit.nodes.front());
+    loc.culprit.nodes.resize(1);
+  }
+  r.localization = std::move(loc);
+}
+
+}  // namespace pt2diff

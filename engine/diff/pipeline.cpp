@@ -1,0 +1,95 @@
+// engine/diff/pipeline.cpp — implements diff.h's diff() and explain() as lists of stages (stages.h):
+// load → IR → runs → comparison → localization → hints → report, one way.
+#include <chrono>
+#include <fmt/format.h>
+#include <set>
+
+#include "engine/diff/stages.h"
+#include "pt2diff/error.h"
+
+namespace pt2diff {
+
+namespace {
+
+using Stage = void (*)(RunState&);
+
+/// The main job, in order. Each stage reads what the ones before it added to the state.
+constexpr Stage kDiffStages[] = {
+    plan_run,             // what this graph and backend allow
+    run_references,       // eager, fp64 and local runs in lockstep; error of every value
+    compile_graph,        // the whole graph through the compiler
+    judge_outputs,        // compiled vs eager, fp64 as referee
+    compile_exploded,     // every op alone through the compiler: compiled local errors, suspects
+    localize_divergence,  // bisect a divergence to its first op or window
+    write_culprit_repro,  // the culprit as a standalone archive and command
+    explain_culprit,      // hints: promotion, reduction order, compiler levers
+    rank_nodes,           // where error is introduced
+};
+
+DiffResult run_diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend,
+                    std::shared_ptr<std::string> step) {
+  const auto start = std::chrono::steady_clock::now();
+  RunState state(program, inputs, options, backend, std::move(step));
+  for (Stage stage : kDiffStages) stage(state);
+  state.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return std::move(state.result);
+}
+
+/// The nodes from `first` to `last` (graph order) that `last` depends on.
+std::vector<NodeId> window_nodes(const Graph& g, const Node& begin, const Node& end) {
+  std::set<NodeId> needed = {end.id};
+  for (NodeId id = end.id; id >= begin.id && id != kGraphInput; --id) {
+    if (!needed.count(id)) continue;
+    for (ValueId v : g.node(id).input_values())
+      if (NodeId p = g.value(v).producer; p != kGraphInput && p >= begin.id) needed.insert(p);
+    if (id == 0) break;
+  }
+  return {needed.begin(), needed.end()};
+}
+
+}  // namespace
+
+DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options) {
+  // Progress lines during localization say which probe a compile belongs to.
+  auto step = std::make_shared<std::string>();
+  BackendOptions backend_options = options.backend;
+  if (options.backend.on_wait)
+    backend_options.on_wait = [step, user = options.backend.on_wait](const std::string& activity, double elapsed) {
+      user(step->empty() ? activity : "[" + *step + "] " + activity, elapsed);
+    };
+  std::unique_ptr<Backend> backend = make_backend(options.compiled, program, backend_options);
+  return run_diff(program, inputs, options, *backend, step);
+}
+
+DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend) {
+  return run_diff(program, inputs, options, backend, std::make_shared<std::string>());
+}
+
+std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, const std::string& first, const DiffOptions& options,
+                          const std::string& last) {
+  const Graph& g = program.ir.graph;
+  auto find = [&](const std::string& name) -> const Node& {
+    for (const Node& n : g.nodes())
+      if (n.name == name) return n;
+    throw Error(Error::Kind::Usage, fmt::format("no node named '{}' in {} (see pt2diff inspect --graph)", name, program.path));
+  };
+  const Node& begin = find(first);
+  const Node& end = last.empty() ? begin : find(last);
+  if (end.id < begin.id)
+    throw Error(Error::Kind::Usage, fmt::format("the window's last node '{}' comes before its first '{}' in graph order", end.name, begin.name));
+  std::unique_ptr<Backend> backend = make_backend(options.compiled, program, options.backend);
+  RunState state(program, inputs, options, *backend, std::make_shared<std::string>());
+  plan_run(state);
+  state.keep = true;  // the window is fed kept values, whatever the options say
+  run_references(state);
+  Culprit window;
+  for (NodeId id : window_nodes(g, begin, end)) window.nodes.push_back(g.node(id).name);
+  for (ValueId v : end.output_values())
+    if (state.reference.fp64[static_cast<size_t>(v)].isTensor()) {
+      window.value = g.value(v).name;
+      break;
+    }
+  return explain_window(state, window);
+}
+
+}  // namespace pt2diff

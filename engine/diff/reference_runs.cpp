@@ -1,0 +1,127 @@
+// engine/diff/reference_runs.cpp — stage run_references: the eager (native dtypes), fp64 and local runs
+// in lockstep, the error of every value a node defines, and (when later stages feed regions) every
+// eager and fp64 value kept.
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "engine/diff/stages.h"
+#include "graphs/graph_text.h"
+
+namespace pt2diff {
+
+namespace {
+
+std::string shape_of(const at::Tensor& t) { return fmt::format("[{}]", fmt::join(t.sizes(), ", ")); }
+
+/// Errors of one defined value; tensors only (sym scalars are exact by construction).
+ValueError value_error(const Graph& g, ValueId v, const c10::IValue& native, const c10::IValue& fp64, const c10::IValue& local,
+                       std::optional<at::ScalarType> ulp_dtype) {
+  ValueError e;
+  e.name = g.value(v).name;
+  if (!native.isTensor() || !fp64.isTensor() || !local.isTensor()) {
+    e.compared = false;
+    return e;
+  }
+  const at::Tensor& n = native.toTensor();
+  e.dtype = std::string(dtype_name(static_cast<DType>(n.scalar_type())));
+  e.shape = shape_of(n);
+  e.propagated = measure(n, fp64.toTensor(), ulp_dtype);
+  e.local = measure(local.toTensor(), fp64.toTensor(), ulp_dtype);
+  return e;
+}
+
+/// The graph inputs of the reference runs (an upcast input rounds back to itself).
+ReferenceRuns start_reference(const Program& program, const BoundInputs& inputs) {
+  ReferenceRuns reference;
+  reference.eager = graph_input_values(program, inputs);
+  reference.rounded = reference.eager;
+  reference.fp64.resize(program.ir.graph.values().size());
+  return reference;
+}
+
+/// Keeps a lockstep step's values: eager, fp64, and fp64 rounded to the native dtype. `copy` when a
+/// later op may mutate them in place.
+void keep_reference(const NodeStep& step, ReferenceRuns& reference, bool copy) {
+  auto kept = [copy](const c10::IValue& v) { return copy && v.isTensor() ? c10::IValue(v.toTensor().clone()) : v; };
+  const auto outs = step.node.output_values();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const size_t v = static_cast<size_t>(outs[i]);
+    reference.eager[v] = kept(step.native[i]);
+    reference.fp64[v] = kept(step.fp64[i]);
+    reference.rounded[v] = step.fp64[i].isTensor() && step.native[i].isTensor()
+                               ? c10::IValue(reference.fp64[v].toTensor().to(step.native[i].toTensor().scalar_type()))
+                               : reference.eager[v];
+  }
+}
+
+NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values) {
+  NodeError ne;
+  ne.name = step.node.name;
+  ne.target = short_target(step.node.target);
+  ne.source = step.node.source.user_frame();
+  ne.module_path = step.node.source.module_path();
+  auto outs = step.node.output_values();
+  const auto ulp_dtype = working_dtype(g, step.node);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    ne.values.push_back(value_error(g, outs[i], step.native[i], step.fp64[i], step.local[i], ulp_dtype));
+    if (keep_values && ne.values.back().compared) {
+      ne.values.back().eager_value = step.native[i].toTensor();
+      ne.values.back().fp64_value = step.fp64[i].toTensor();
+      ne.values.back().local_value = step.local[i].toTensor();
+    }
+  }
+  return ne;
+}
+
+}  // namespace
+
+std::optional<at::ScalarType> working_dtype(const Graph& g, const Node& n) {
+  auto bits = [](DType d) {
+    switch (d) {
+      case DType::Float8_e5m2: case DType::Float8_e5m2fnuz: return 2;
+      case DType::Float8_e4m3fn: case DType::Float8_e4m3fnuz: return 3;
+      case DType::BFloat16: return 7;
+      case DType::Half: return 10;
+      case DType::Float: return 23;
+      case DType::Double: return 52;
+      default: return 1000;
+    }
+  };
+  std::optional<DType> coarsest;
+  auto consider = [&](ValueId v) {
+    const Value& value = g.value(v);
+    if (value.meta && is_floating(value.meta->dtype) && (!coarsest || bits(value.meta->dtype) < bits(*coarsest)))
+      coarsest = value.meta->dtype;
+  };
+  for (ValueId v : n.input_values()) consider(v);
+  for (ValueId v : n.output_values()) consider(v);
+  if (!coarsest) return std::nullopt;
+  return static_cast<at::ScalarType>(static_cast<int8_t>(*coarsest));
+}
+
+void run_references(RunState& s) {
+  const Graph& g = s.program.ir.graph;
+  DiffResult& r = s.result;
+  if (s.keep) s.reference = start_reference(s.program, s.inputs);
+  s.runs = s.interpreter.run_lockstep(s.inputs, [&](const NodeStep& step) {
+    r.nodes.push_back(node_error(g, step, s.options.keep_values));
+    if (s.keep) keep_reference(step, s.reference, s.in_place);
+  });
+  r.fixups = s.runs.fp64.fixups;
+  r.not_comparable = s.runs.fp64.not_comparable;
+  r.random_nodes = s.runs.native.random_nodes;
+  // Bitcasts and float8 have no fp64 meaning: their values are shown, never scored.
+  for (NodeError& ne : r.nodes) {
+    const bool skip = std::find(r.not_comparable.begin(), r.not_comparable.end(), ne.name) != r.not_comparable.end();
+    for (ValueError& ve : ne.values) {
+      if (skip) {
+        ve.compared = false;
+        s.uncomparable_values.insert(ve.name);
+      }
+      if (ve.compared && !ve.local.exact_kind) ne.local_ulp = std::max(ne.local_ulp, ve.local.max_ulp);
+    }
+  }
+}
+
+}  // namespace pt2diff

@@ -1,0 +1,66 @@
+// engine/diff/run_state.h — what the stages of the diff pipeline (stages.h) share: what the run was
+// given, what each stage adds, and the DiffResult being built. One run, one state, built in order.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/localize/compiled_oracle.h"
+#include "pt2diff/backend.h"
+#include "pt2diff/diff.h"
+#include "pt2diff/interpreter.h"
+
+namespace pt2diff {
+
+struct RunState {
+  RunState(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend,
+           std::shared_ptr<std::string> step)
+      : program(program), inputs(inputs), options(options), backend(backend), step(std::move(step)), interpreter(program) {}
+
+  // Given.
+  const Program& program;
+  const BoundInputs& inputs;
+  const DiffOptions& options;
+  Backend& backend;
+  std::shared_ptr<std::string> step;  ///< the progress label of the probe being compiled (localization)
+  Interpreter interpreter;
+
+  // plan_run: what this graph and backend allow.
+  bool in_place = false;  ///< an op mutates values in place: whole-graph verdicts only
+  bool exploded = false;  ///< compile every op on its own
+  bool bisect = false;    ///< localize a divergence
+  bool keep = false;      ///< keep every eager and fp64 value (exploded compile, probes, hints)
+
+  // run_references: the eager and fp64 runs, every value kept when `keep`.
+  ReferenceRuns reference;
+  LockstepResult runs;
+  std::set<std::string> uncomparable_values;  ///< bitcasts, float8: shown, never scored
+
+  // compile_graph: the whole graph through the compiler; nullopt when it failed.
+  RegionSpec whole;
+  std::optional<std::vector<c10::IValue>> compiled;
+
+  // localize_divergence: the culprit is a random op whose streams differ (hints still try the levers).
+  bool random_first = false;
+
+  DiffResult result;
+};
+
+/// The precision a node works in: the coarsest floating dtype among its tensor inputs and outputs
+/// (fewest mantissa bits). ULPs in it make a bf16 → fp32 cast score like the bf16 value it carries.
+std::optional<at::ScalarType> working_dtype(const Graph& g, const Node& n);
+
+/// Compiles and runs one region, recording how it went in `result.compiles`; nullopt when the backend
+/// failed (and `result.compiled_failed` is set).
+std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const RegionSpec& region,
+                                                        const std::vector<c10::IValue>& inputs, const std::string& what,
+                                                        DiffResult& result);
+
+/// The hint experiments (engine/hints/) on a window, fed the kept fp64 values rounded to their dtypes.
+/// A compiler failure here costs the hints, never the report. Needs `state.keep`'s values.
+std::vector<Hint> explain_window(const RunState& state, const Culprit& culprit);
+
+}  // namespace pt2diff

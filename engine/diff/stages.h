@@ -1,0 +1,32 @@
+// engine/diff/stages.h — the diff pipeline, one stage per file, each over one RunState (run_state.h).
+// diff() runs them in this order (pipeline.cpp); explain() runs the first two and explain_window().
+//
+//   stage                 reads                               adds
+//   plan_run              program, options, backend           warnings; in_place, exploded, bisect, keep
+//   run_references        inputs                              eager, fp64 and local runs: result.nodes (errors
+//                                                             per value), fix-ups, random nodes; kept values
+//   compile_graph         inputs                              the whole graph compiled and run; compiles[0]
+//   judge_outputs         runs, compiled                      result.outputs (verdicts), result.diverged
+//   compile_exploded      kept values                         every op compiled alone: compiled local errors,
+//                                                             exploded suspects; compiles[1]
+//   localize_divergence   verdicts, suspects, kept values     result.localization (culprit, probes)
+//   write_culprit_repro   culprit, kept values                localization.repro (DiffOptions::repro_dir)
+//   explain_culprit       culprit, kept values                localization.hints
+//   rank_nodes            result.nodes                        result.ranking
+#pragma once
+
+#include "engine/diff/run_state.h"
+
+namespace pt2diff {
+
+void plan_run(RunState& s);
+void run_references(RunState& s);
+void compile_graph(RunState& s);
+void judge_outputs(RunState& s);
+void compile_exploded(RunState& s);
+void localize_divergence(RunState& s);
+void write_culprit_repro(RunState& s);
+void explain_culprit(RunState& s);
+void rank_nodes(RunState& s);
+
+}  // namespace pt2diff
