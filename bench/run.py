@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -39,13 +40,17 @@ class Runner:
     def rel(self, path):
         return os.path.relpath(path, ROOT) if os.path.isabs(path) else path
 
-    def run(self, argv, env=None, timeout=3600):
-        """Runs argv (recorded for the caption, paths relative to the clone), returns stdout."""
-        shown = " ".join(self.rel(a) if a.startswith(ROOT) else a for a in argv)
-        if env:
-            shown = " ".join(f"{k}={self.rel(v)}" for k, v in env.items()) + " " + shown
-        self.commands.append(shown)
+    def record(self, argv, env=None, note=""):
+        """Keeps a command for the caption: its words with paths relative to the clone, env first."""
+        words = [f"{k}={self.rel(v)}" for k, v in (env or {}).items()] + [self.rel(a) if a.startswith(ROOT) else a for a in argv]
+        self.commands.append({"argv": words, "note": note})
+        shown = shlex.join(words)
         print(f"  $ {shown}", file=sys.stderr, flush=True)
+        return shown
+
+    def run(self, argv, env=None, timeout=3600):
+        """Runs argv (recorded for the caption), returns stdout."""
+        shown = self.record(argv, env)
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}, cwd=ROOT)
         if p.returncode != 0:
             sys.exit(f"bench/run.py: {shown} exited {p.returncode}:\n{p.stderr[-3000:]}")
@@ -113,9 +118,7 @@ CLI_CASES = [("mlp", "mlp.pt2", "mlp_inputs.pt"), ("bf16_block", "bf16_block.pt2
 def cli_wall(r, args, repeats=3):
     """Median wall seconds of `pt2diff ARGS` over `repeats` runs after one untimed run (warm caches)."""
     cli = os.path.join(r.build, "pt2diff")
-    shown = "pt2diff " + " ".join(r.rel(x) if x.startswith(ROOT) else x for x in args)
-    r.commands.append(f"{shown}  (median of {repeats} after one untimed run)")
-    print(f"  $ {shown}", file=sys.stderr, flush=True)
+    shown = r.record([cli, *args], note=f"median of {repeats} after one untimed run")
     walls = []
     for i in range(repeats + 1):
         t0 = time.perf_counter()
@@ -224,11 +227,8 @@ def ren_dag(d):
     kinds = ["BM_BuildDag", "BM_AncestorConeOfMiddle", "BM_FrontierOfHalfPrefix", "BM_LastUses", "BM_TopologicalSort"]
     sizes = sorted({int(n.split("/")[1]) for n in b if "/" in n and n.split("/")[1].isdigit()})
     rows = [[f"{n:,}"] + [fmt_time(wall(b[f"{k}/{n}"])) if f"{k}/{n}" in b else "" for k in kinds] for n in sizes]
-    fits = []
-    for k in kinds:
-        big_o = b.get(f"{k}_BigO")
-        if big_o:
-            fits.append(f"{k[3:]} {big_o['cpu_coefficient']:.3g}·{big_o['big_o']} {big_o['time_unit']}")
+    big_o = {e["run_name"]: e for e in d["bench"]["benchmarks"] if e.get("aggregate_name") == "BigO"}
+    fits = [f"{k[3:]} {big_o[k]['cpu_coefficient']:.3g}·{big_o[k]['big_o']} {big_o[k]['time_unit']}" for k in kinds if k in big_o]
     return table(["nodes", "build Dag", "ancestor cone of the middle", "frontier of the first half", "last uses", "topological sort"], rows) + \
         "\n\nGoogle Benchmark's complexity fit (CPU time): " + "; ".join(fits) + "."
 
@@ -334,7 +334,7 @@ RENDERERS = {n: globals()["ren_" + n] for n in ALL_SECTIONS}
 
 def caption(res):
     m = res["machine"]
-    cmds = "; ".join(f"`{c}`" for c in res["commands"])
+    cmds = "; ".join(f"`{shlex.join(c['argv'])}`" + (f" ({c['note']})" if c["note"] else "") for c in res["commands"])
     build_type = ""
     if res.get("benchmark_library_build_type") == "debug":
         build_type = (" Google Benchmark is Debian's package, whose library reports a debug build: that is the harness, not"

@@ -111,7 +111,8 @@ class Worker:
         gm = ep.graph_module
         self.by_name = {n.name: n for n in gm.graph.nodes}
         if on_cpu:
-            self.by_name.update(attention_on_cpu(gm.graph))
+            # The engine names the CUDA-only fused attention ops (its op catalog is the one list of them).
+            self.by_name.update(attention_on_cpu(gm.graph, set(req.get("cuda_fused_attention", []))))
         sig = ep.graph_signature
         state = {}
         for spec in sig.input_specs:
@@ -293,10 +294,6 @@ def loading_on_cpu():
             _package.deserialize_device = real_device
 
 
-CUDA_FUSED_ATTENTION = ("aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
-                        "aten::_scaled_dot_product_cudnn_attention")
-
-
 def math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, stride, outputs):
     """What a CUDA fused attention node computes, on any device: math attention, its output laid out with
     the strides the fused kernel gave it (the graph's later views rely on them), and None for the
@@ -313,15 +310,16 @@ def math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, en
     return (out,) + (None,) * (outputs - 1)
 
 
-def attention_on_cpu(graph):
+def attention_on_cpu(graph, fused_attention):
     """A GPU export's fused attention ops have no CPU kernel: compiled for the CPU they become math
     attention, as pt2diff's engine runs them. Returns {old name: new node} so regions can still name
-    them. Only the attention output survives; a graph reading the others (logsumexp, RNG state: a
-    training graph) is refused."""
+    them. `fused_attention`: the schema names of those ops ("aten::_scaled_dot_product_flash_attention"),
+    as the engine sends them at `load`. Only the attention output survives; a graph reading the others
+    (logsumexp, RNG state: a training graph) is refused."""
     renamed = {}
     for n in list(graph.nodes):
         schema = getattr(n.target, "_schema", None) if n.op == "call_function" else None
-        if schema is None or schema.name not in CUDA_FUSED_ATTENTION:
+        if schema is None or schema.name not in fused_attention:
             continue
         bound = dict(zip((a.name for a in schema.arguments), n.args))
         bound.update(n.kwargs)

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "engine/backends/worker_process.h"
+#include "engine/execution/op_catalog.h"
 #include "graphs/archive.h"
 #include "graphs/torch_save.h"
 #include "pt2diff/error.h"
@@ -162,8 +163,10 @@ struct WorkerBackend::Impl {
                            fmt::format("the {} speaks protocol {}, pt2diff speaks 1", label, hello.value("protocol", 0)));
     json libraries = json::array();
     for (const std::string& l : options.op_libraries) libraries.push_back(fs::absolute(l).string());
+    json fused_attention = json::array();  // what the worker runs as math attention when it compiles for the CPU
+    for (const std::string& op : cuda_fused_attention_ops()) fused_attention.push_back("aten::" + op);
     checked(exchange({{"op", "load"}, {"archive", fs::absolute(program.path).string()}, {"model", program.model_name},
-                      {"device", options.device}, {"op_libraries", libraries}},
+                      {"device", options.device}, {"op_libraries", libraries}, {"cuda_fused_attention", fused_attention}},
                      "loading the archive"),
             "loading the archive", BackendFailure::Kind::Unusable);
     startup_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "engine/diff/stages.h"
-#include "engine/hints/hint_context.h"
+#include "engine/hints/hint_registry.h"
 
 namespace pt2diff {
 
@@ -35,8 +35,8 @@ std::vector<Hint> explain_window(const RunState& s, const Culprit& culprit) {
     return {};
   }
   std::vector<Hint> hints;
-  for (auto experiment : {dtype_promotion_hint, reduction_order_hint, compiler_lever_hint})
-    if (auto h = experiment(ctx)) hints.push_back(std::move(*h));
+  for (const HintExperiment& experiment : hint_experiments())
+    if (auto h = experiment.run(ctx)) hints.push_back(std::move(*h));
   return hints;
 }
 

@@ -1,7 +1,7 @@
 // engine/diff/repro_stage.cpp — stage write_culprit_repro: a named culprit written as a standalone
 // archive, its inputs and the command that reproduces the verdict (DiffOptions::repro_dir).
 #include "engine/diff/stages.h"
-#include "engine/report/repro_writer.h"
+#include "engine/diff/repro_writer.h"
 
 namespace pt2diff {
 

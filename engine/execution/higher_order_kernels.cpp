@@ -1,6 +1,7 @@
 // engine/execution/higher_order_kernels.cpp — higher-order ops run by interpreting their subgraphs.
 #include <ATen/ops/stack.h>
 #include <fmt/format.h>
+#include <map>
 
 #include "engine/execution/kernel.h"
 #include "pt2diff/error.h"
@@ -105,12 +106,32 @@ class MapKernel final : public Kernel {
 
 }  // namespace
 
+namespace {
+
+using HopFactory = std::unique_ptr<Kernel> (*)(const Node& node, std::string& why);
+
+/// Every higher-order op with a handler, by name (the part after torch.ops.higher_order.).
+const std::map<std::string, HopFactory>& hop_factories() {
+  static const std::map<std::string, HopFactory> table = {
+      {"cond", [](const Node&, std::string&) -> std::unique_ptr<Kernel> { return std::make_unique<CondKernel>(); }},
+      {"while_loop", [](const Node&, std::string&) -> std::unique_ptr<Kernel> { return std::make_unique<WhileLoopKernel>(); }},
+      {"map_impl", [](const Node&, std::string&) -> std::unique_ptr<Kernel> { return std::make_unique<MapKernel>(); }},
+      {"auto_functionalized", make_auto_functionalized_kernel},
+      {"auto_functionalized_v2", make_auto_functionalized_kernel},
+  };
+  return table;
+}
+
+constexpr const char* kHopPrefix = "torch.ops.higher_order.";
+
+}  // namespace
+
+bool has_higher_order_kernel(const std::string& name) { return hop_factories().count(name) > 0; }
+
 std::unique_ptr<Kernel> make_higher_order_kernel(const Node& node, std::string& why) {
-  if (node.target == "torch.ops.higher_order.cond") return std::make_unique<CondKernel>();
-  if (node.target == "torch.ops.higher_order.while_loop") return std::make_unique<WhileLoopKernel>();
-  if (node.target == "torch.ops.higher_order.map_impl") return std::make_unique<MapKernel>();
-  if (node.target == "torch.ops.higher_order.auto_functionalized" || node.target == "torch.ops.higher_order.auto_functionalized_v2")
-    return make_auto_functionalized_kernel(node, why);
+  const std::string prefix = kHopPrefix;
+  if (node.target.rfind(prefix, 0) == 0)
+    if (auto it = hop_factories().find(node.target.substr(prefix.size())); it != hop_factories().end()) return it->second(node, why);
   why = "a higher-order op pt2diff has no handler for yet";
   return nullptr;
 }

@@ -48,6 +48,11 @@ std::unique_ptr<Kernel> make_kernel(const Node& node, const Graph& graph, std::s
 std::unique_ptr<Kernel> make_dispatcher_kernel(const Node& node, std::string& why);
 std::unique_ptr<Kernel> make_scalar_kernel(const Node& node, std::string& why);
 std::unique_ptr<Kernel> make_higher_order_kernel(const Node& node, std::string& why);
+/// Whether make_scalar_kernel() computes `target` ("_operator.add", "torch.sym_max", "math.ceil"): the
+/// op catalog asks this, so the list of scalar ops is the kernels' own.
+bool is_scalar_op(const std::string& target);
+/// Whether make_higher_order_kernel() has a handler for the higher-order op `name` ("cond", "map_impl").
+bool has_higher_order_kernel(const std::string& name);
 /// auto_functionalized(_v2): the mutating op called on clones (dispatcher_kernel.cpp).
 std::unique_ptr<Kernel> make_auto_functionalized_kernel(const Node& node, std::string& why);
 /// A CUDA-only fused attention op run as aten._scaled_dot_product_attention_math (refused when the

@@ -2,6 +2,8 @@
 #include "engine/execution/op_catalog.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+
+#include "engine/execution/kernel.h"
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -10,40 +12,13 @@ namespace pt2diff {
 
 namespace {
 
-/// Higher-order ops with an engine handler (subgraphs interpreted, or functionalized mutation).
-const std::set<std::string>& engine_hops() {
-  // Keep in step with make_higher_order_kernel() (higher_order_kernels.cpp).
-  static const std::set<std::string> hops = {"cond", "while_loop", "map_impl", "auto_functionalized", "auto_functionalized_v2"};
-  return hops;
-}
-
-/// Scalar symbolic ops the engine computes in C++ (shapes of dynamic graphs).
-const std::set<std::string>& scalar_ops() {
-  static const std::set<std::string> ops = {
-      "_operator.add", "_operator.sub", "_operator.mul", "_operator.truediv", "_operator.floordiv",
-      "_operator.mod", "_operator.pow", "_operator.neg", "_operator.eq", "_operator.ne", "_operator.lt",
-      "_operator.le", "_operator.gt", "_operator.ge", "_operator.and_", "_operator.or_", "_operator.not_",
-      "_operator.abs", "torch.sym_max", "torch.sym_min", "torch.sym_not", "torch.sym_float", "torch.sym_int",
-      "torch.sym_ite", "torch.sym_sqrt", "torch.sym_sum", "math.ceil", "math.floor", "math.sqrt", "math.trunc"};
-  return ops;
-}
-
-/// CUDA-only fused attention ops (what scaled_dot_product_attention becomes in a graph exported on a
-/// GPU): no CPU or fp64 kernel. The engine runs them as _scaled_dot_product_attention_math (fused_attention_kernel.cpp);
-/// keep in step with CUDA_FUSED_ATTENTION in engine/backends/inductor_worker.py, which does the same for Inductor.
-const std::set<std::string>& cuda_fused_attention() {
-  static const std::set<std::string> ops = {"_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-                                            "_scaled_dot_product_cudnn_attention"};
-  return ops;
-}
-
 OpClass classify_uncached(const std::string& target) {
-  if (scalar_ops().count(target)) return {OpRoute::Scalar, ""};
+  if (is_scalar_op(target)) return {OpRoute::Scalar, ""};
   const std::string prefix = "torch.ops.";
   if (target.rfind(prefix, 0) != 0)
     return {OpRoute::Unsupported, "a Python callable, not an operator: pt2diff runs torch.ops.* and symbolic scalar ops only"};
   if (target.rfind(prefix + "higher_order.", 0) == 0) {
-    if (engine_hops().count(target.substr(prefix.size() + 13))) return {OpRoute::HigherOrder, ""};
+    if (has_higher_order_kernel(target.substr(prefix.size() + 13))) return {OpRoute::HigherOrder, ""};
     return {OpRoute::Unsupported, "a higher-order op pt2diff has no handler for"};
   }
   auto name = parse_op_target(target);
@@ -51,7 +26,7 @@ OpClass classify_uncached(const std::string& target) {
   const std::string& ns = name->ns;
   if (ns == "prims")
     return {OpRoute::Unsupported, "a prims op (Python-only decomposition level): export with the default decompositions"};
-  if (ns == "aten" && cuda_fused_attention().count(name->name)) return {OpRoute::CpuSubstitute, ""};
+  if (ns == "aten" && cuda_fused_attention_ops().count(name->name)) return {OpRoute::CpuSubstitute, ""};
   if (auto op = c10::Dispatcher::singleton().findSchema({ns + "::" + name->name, name->overload})) {
     // The computed table counts composite kernels too, so this refuses only ops with no way to run on
     // the CPU, where pt2diff runs every graph: CUDA-only ops of a GPU export, ops with a Meta kernel only.
@@ -66,6 +41,12 @@ OpClass classify_uncached(const std::string& target) {
 }
 
 }  // namespace
+
+const std::set<std::string>& cuda_fused_attention_ops() {
+  static const std::set<std::string> ops = {"_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                                            "_scaled_dot_product_cudnn_attention"};
+  return ops;
+}
 
 std::optional<OperatorName> parse_op_target(const std::string& target) {
   const std::string prefix = "torch.ops.";

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 
 namespace pt2diff {
@@ -31,5 +32,10 @@ std::optional<OperatorName> parse_op_target(const std::string& target);
 /// Dispatcher lookups are cached; safe to call from several threads.
 OpClass classify_op(const std::string& target);
 const char* op_route_name(OpRoute route);
+/// The CUDA-only fused attention ops (aten names: "_scaled_dot_product_flash_attention", ...) that a graph
+/// exported on a GPU holds and the CPU has no kernel for: the engine runs them as math attention
+/// (fused_attention_kernel.cpp), and sends this list to the worker at `load`, which does the same for
+/// Inductor (docs/worker-protocol.md). The one list of them.
+const std::set<std::string>& cuda_fused_attention_ops();
 
 }  // namespace pt2diff

@@ -109,10 +109,12 @@ class ScalarKernel final : public Kernel {
 
 }  // namespace
 
+bool is_scalar_op(const std::string& target) {
+  return binaries().count(target) || unaries().count(target) || target == "torch.sym_ite" || target == "torch.sym_sum";
+}
+
 std::unique_ptr<Kernel> make_scalar_kernel(const Node& node, std::string& why) {
-  if (binaries().count(node.target) || unaries().count(node.target) || node.target == "torch.sym_ite" ||
-      node.target == "torch.sym_sum")
-    return std::make_unique<ScalarKernel>(node.target);
+  if (is_scalar_op(node.target)) return std::make_unique<ScalarKernel>(node.target);
   why = "a scalar op pt2diff does not implement";
   return nullptr;
 }

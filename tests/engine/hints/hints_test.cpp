@@ -1,9 +1,13 @@
 // tests/engine/hints/hints_test.cpp — planted faults map to the dtype-promotion finding their nature
 // implies: bf16 rounding is lower precision than promotion requires, a scale is not a rounding effect.
 #include <gtest/gtest.h>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "../../test_support.h"
+#include "engine/hints/hint_registry.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/error.h"
@@ -162,6 +166,38 @@ TEST(ReductionOrderHint, SoftmaxAndConvolutionHaveBlockedAndPairwiseOrders) {
     EXPECT_TRUE(names.count("rmse_pairwise_to_fp64")) << name;
     EXPECT_EQ(h->finding, "outside_envelope") << name << ": " << h->summary;
   }
+}
+
+TEST(HintRegistry, TheReportSchemaListsEveryKindAndFindingOfTheTable) {
+  std::ifstream f(std::string(PT2DIFF_FIXTURES) + "/../docs/report.schema.json");
+  const nlohmann::json schema = nlohmann::json::parse(f);
+  const auto& hint = schema["properties"]["localization"]["oneOf"][1]["properties"]["hints"]["items"]["properties"];
+  std::set<std::string> kinds, findings;
+  for (const HintExperiment& e : hint_experiments()) {
+    kinds.insert(e.kind);
+    findings.insert(e.findings.begin(), e.findings.end());
+  }
+  EXPECT_EQ(hint["kind"]["enum"].get<std::set<std::string>>(), kinds);
+  EXPECT_EQ(hint["finding"]["enum"].get<std::set<std::string>>(), findings);
+}
+
+TEST(HintRegistry, EveryHintGivenIsOneItsExperimentDeclares) {
+  std::map<std::string, std::set<std::string>> declared;
+  for (const HintExperiment& e : hint_experiments()) declared[e.kind].insert(e.findings.begin(), e.findings.end());
+  size_t seen = 0;
+  for (auto [name, spec] : std::vector<std::pair<std::string, std::string>>{{"mlp", "fault:linear:bf16"},
+                                                                           {"attention_core", "fault:aten.bmm#2:reorder"},
+                                                                           {"bf16_block", "fault:matmul:scale=0.05"},
+                                                                           {"mixed_precision", "fault:add:demote"}}) {
+    DiffResult r = run(name, spec);
+    if (!r.localization) continue;
+    for (const Hint& h : r.localization->hints) {
+      ++seen;
+      ASSERT_TRUE(declared.count(h.kind)) << h.kind;
+      EXPECT_TRUE(declared[h.kind].count(h.finding)) << name << ": " << h.kind << " gave " << h.finding;
+    }
+  }
+  EXPECT_GE(seen, 4u);
 }
 
 }  // namespace

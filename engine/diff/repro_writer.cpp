@@ -1,7 +1,7 @@
-// engine/report/repro_writer.cpp — a repro is only useful if it reproduces: the window is exported
+// engine/diff/repro_writer.cpp — a repro is only useful if it reproduces: the window is exported
 // with torch.export (by the Inductor worker: Python owns that format), fed the same fp64-exact
 // boundary values the localization used, and the command keeps the compiled side and tolerance.
-#include "engine/report/repro_writer.h"
+#include "engine/diff/repro_writer.h"
 
 #include <filesystem>
 #include <fmt/format.h>

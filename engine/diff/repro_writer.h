@@ -1,4 +1,4 @@
-// engine/report/repro_writer.h — the culprit window as a standalone archive, its inputs and the
+// engine/diff/repro_writer.h — the culprit window as a standalone archive, its inputs and the
 // command that reproduces the verdict.
 #pragma once
 

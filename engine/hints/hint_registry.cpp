@@ -1,0 +1,18 @@
+// engine/hints/hint_registry.cpp — the table of hint experiments (hint_registry.h).
+#include "engine/hints/hint_registry.h"
+
+namespace pt2diff {
+
+const std::vector<HintExperiment>& hint_experiments() {
+  static const std::vector<HintExperiment> table = {
+      {"dtype_promotion",
+       {"compiled_keeps_higher_precision", "promotion_differs_from_pytorch", "lower_precision_than_promotion",
+        "not_explained_by_promotion"},
+       dtype_promotion_hint},  // dtype_promotion.cpp
+      {"reduction_order", {"below_envelope", "inside_envelope", "outside_envelope"}, reduction_order_hint},  // reduction_order.cpp
+      {"compiler_lever", {"lever_removes_divergence", "lever_does_not_remove_divergence"}, compiler_lever_hint},  // compiler_levers.cpp
+  };
+  return table;
+}
+
+}  // namespace pt2diff
