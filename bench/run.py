@@ -75,6 +75,13 @@ def machine():
             "compiler": cxx[0] if cxx else "unknown"}
 
 
+def commit():
+    """The commit measured, "-dirty" when the tree had uncommitted changes."""
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    return (rev or "unknown") + ("-dirty" if dirty else "")
+
+
 def torch_version(python):
     return subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True).stdout.strip()
 
@@ -339,7 +346,7 @@ def caption(res):
     if res.get("benchmark_library_build_type") == "debug":
         build_type = (" Google Benchmark is Debian's package, whose library reports a debug build: that is the harness, not"
                       " pt2diff (built RelWithDebInfo).")
-    return (f"*Measured {res['date']} by `bench/run.sh` on {m['cpu']} ({m['cores']} cores, {m['memory_gib']} GiB), "
+    return (f"*Measured {res['date']} at commit {res['commit']} by `bench/run.sh` on {m['cpu']} ({m['cores']} cores, {m['memory_gib']} GiB), "
             f"{m['compiler']}, torch {res['torch']}. Commands: {cmds}.{build_type}*")
 
 
@@ -408,7 +415,7 @@ def main():
         if unknown:
             sys.exit(f"bench/run.py: unknown section(s) {', '.join(unknown)}; known: {', '.join(ALL_SECTIONS)}")
         os.makedirs(RESULTS, exist_ok=True)
-        info = {"machine": machine(), "torch": torch_version(a.python)}
+        info = {"machine": machine(), "torch": torch_version(a.python), "commit": commit()}
         for name in sections:
             print(f"==> {name}", file=sys.stderr, flush=True)
             r = Runner(a.build)
