@@ -22,8 +22,6 @@ struct HintContext {
   std::vector<std::string> random_nodes;  ///< the window's nodes that draw random numbers
 };
 
-std::optional<Hint> dtype_promotion_hint(const HintContext& ctx);
-std::optional<Hint> reduction_order_hint(const HintContext& ctx);
-std::optional<Hint> compiler_lever_hint(const HintContext& ctx);
+// The experiments themselves are listed, declared and ordered in hint_registry.cpp.
 
 }  // namespace pt2diff

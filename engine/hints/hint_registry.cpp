@@ -3,6 +3,11 @@
 
 namespace pt2diff {
 
+// One declaration per experiment, defined in its own file.
+std::optional<Hint> dtype_promotion_hint(const HintContext& ctx);  // dtype_promotion.cpp
+std::optional<Hint> reduction_order_hint(const HintContext& ctx);  // reduction_order.cpp
+std::optional<Hint> compiler_lever_hint(const HintContext& ctx);   // compiler_levers.cpp
+
 const std::vector<HintExperiment>& hint_experiments() {
   static const std::vector<HintExperiment> table = {
       {"dtype_promotion",
