@@ -142,9 +142,11 @@ Program load_program(const std::string& path, const LoadOptions& options) {
   if (archive.has_record(sample)) {
     try {
       p.sample_inputs = user_inputs_from_torch_save(archive.read_text(sample), "sample inputs");
-    } catch (const Error&) {
-      // Unreadable sample inputs (e.g. namedtuples) do not make the program unusable: the user
-      // can still pass INPUTS. inspect reports them as absent.
+    } catch (const Error& e) {
+      // Unreadable sample inputs (e.g. namedtuples, a damaged storage record) do not make the program
+      // unusable: the user can still pass INPUTS. inspect reports them as absent; running without
+      // INPUTS says why.
+      p.sample_inputs_problem = e.what();
     }
   }
   return p;

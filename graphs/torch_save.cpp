@@ -6,11 +6,13 @@
 #include <caffe2/serialize/read_adapter_interface.h>
 #include <fmt/format.h>
 #include <torch/csrc/jit/serialization/import_read.h>
+#include <unordered_map>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/storage_context.h>
 
 #include "graphs/archive.h"
 #include "pt2diff/error.h"
+#include "pt2diff/graph.h"
 
 namespace pt2diff {
 
@@ -56,6 +58,75 @@ class StringReadAdapter final : public caffe2::serialize::ReadAdapterInterface {
   const std::string& data_;
 };
 
+/// "float32[4, 32]"
+std::string describe_tensor(const at::Tensor& t) {
+  std::string dims;
+  for (int64_t d : t.sizes()) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+  return fmt::format("{}[{}]", dtype_name(static_cast<DType>(t.scalar_type())), dims);
+}
+
+/// Bytes each storage's record really holds. libtorch's unpickler sizes a storage by what the pickle
+/// declares (numel x itemsize) whatever its record holds, so an empty or short record (a truncated or
+/// damaged file) would be read out of bounds later: a crash, or garbage that passes as numbers.
+using HeldBytes = std::unordered_map<const c10::StorageImpl*, size_t>;
+
+HeldBytes held_bytes(caffe2::serialize::PyTorchStreamReader& reader, torch::jit::DeserializationStorageContext& storages) {
+  HeldBytes held;
+  for (const std::string& record : reader.getAllRecords()) {
+    if (record.rfind("data/", 0) != 0) continue;
+    const std::string key = record.substr(5);
+    if (!storages.hasStorage(key)) continue;
+    const c10::Storage storage = storages.getStorage(key);
+    held[storage.unsafeGetStorageImpl()] = std::min(storage.nbytes(), reader.getRecordSize(record));
+  }
+  return held;
+}
+
+/// Every tensor must lie inside the bytes its storage record holds (held_bytes). The walk is
+/// iterative: a deeply nested container costs no stack here.
+void check_storages(const c10::IValue& root, const HeldBytes& held_by_storage, const std::string& where) {
+  std::vector<std::pair<const c10::IValue*, std::string>> todo = {{&root, ""}};
+  while (!todo.empty()) {
+    auto [v, path] = todo.back();
+    todo.pop_back();
+    if (v->isTuple() || v->isList()) {
+      const c10::ArrayRef<c10::IValue> items = v->isTuple() ? v->toTupleRef().elements().asArrayRef() : v->toListRef();
+      for (size_t i = 0; i < items.size(); ++i)
+        todo.emplace_back(&items[i], path.empty() ? fmt::format("input #{}", i) : fmt::format("{}[{}]", path, i));
+      continue;
+    }
+    if (v->isGenericDict()) {
+      for (const auto& item : v->toGenericDict()) {
+        const std::string key = item.key().isString() ? item.key().toStringRef() : item.key().tagKind();
+        todo.emplace_back(&item.value(), path.empty() ? fmt::format("input '{}'", key) : fmt::format("{}['{}']", path, key));
+      }
+      continue;
+    }
+    if (!v->isTensor()) continue;
+    const at::Tensor& t = v->toTensor();
+    if (!t.defined() || t.numel() == 0) continue;
+    const std::string what = path.empty() ? "the tensor" : path;
+    // Reach in elements: offset + 1 + sum((size - 1) * stride), in 128 bits (sizes come from the file).
+    __int128 reach = static_cast<__int128>(t.storage_offset()) + 1;
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (t.stride(d) < 0)
+        throw Error(Error::Kind::BadInputs, fmt::format("{}: {} ({}) has a negative stride: the file is damaged", where, what,
+                                                        describe_tensor(t)));
+      reach += static_cast<__int128>(t.size(d) - 1) * t.stride(d);
+    }
+    const __int128 needed = reach * static_cast<__int128>(t.element_size());
+    const auto it = held_by_storage.find(t.storage().unsafeGetStorageImpl());
+    const size_t held = it != held_by_storage.end() ? it->second : t.storage().nbytes();
+    if (needed > static_cast<__int128>(held))
+      throw Error(Error::Kind::BadInputs,
+                  fmt::format("{}: {} ({}) needs {} bytes of storage but its storage record holds {}: the file is truncated "
+                              "or damaged; save it again with torch.save", where, what, describe_tensor(t),
+                              needed > static_cast<__int128>(INT64_MAX) ? std::string("more than 2^63")
+                                                                        : std::to_string(static_cast<int64_t>(needed)),
+                              held));
+  }
+}
+
 c10::IValue unpickle(const std::string& bytes, const std::string& where) {
   if (bytes.empty()) throw Error(Error::Kind::BadInputs, fmt::format("{}: empty file", where));
   if (bytes.size() < 2 || bytes[0] != 'P' || bytes[1] != 'K')
@@ -72,8 +143,10 @@ c10::IValue unpickle(const std::string& bytes, const std::string& where) {
     auto storages = std::make_shared<torch::jit::DeserializationStorageContext>();
     // Storages land on the CPU, where the engine runs, whatever device saved them (map_location="cpu"):
     // inputs saved from a GPU load without a CUDA build.
-    return torch::jit::readArchiveAndTensors("data", "", "", std::nullopt, std::nullopt, c10::Device(c10::kCPU), reader,
-                                             torch::jit::Unpickler::defaultTypeParser, storages);
+    c10::IValue value = torch::jit::readArchiveAndTensors("data", "", "", std::nullopt, std::nullopt, c10::Device(c10::kCPU), reader,
+                                                          torch::jit::Unpickler::defaultTypeParser, storages);
+    check_storages(value, held_bytes(reader, *storages), where);
+    return value;
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

@@ -74,7 +74,11 @@ ToleranceRule RuleOptions::get() const {
 BoundInputs InputOptions::bind(const Program& program) const {
   std::optional<UserInputs> given = load(program);
   if (!given && !program.sample_inputs)
-    throw Error(Error::Kind::BadInputs, fmt::format("{} has no sample inputs: pass INPUTS or --random-inputs", program.path));
+    throw Error(Error::Kind::BadInputs,
+                program.sample_inputs_problem.empty()
+                    ? fmt::format("{} has no sample inputs: pass INPUTS or --random-inputs", program.path)
+                    : fmt::format("{}: its sample inputs are unusable ({}): pass INPUTS or --random-inputs", program.path,
+                                  program.sample_inputs_problem));
   return bind_inputs(program, given ? *given : *program.sample_inputs);
 }
 

@@ -34,6 +34,9 @@ struct Program {
   std::vector<std::string> custom_objects;
   /// The archive's sample inputs (`data/sample_inputs/<model>.pt`), when it has them.
   std::optional<UserInputs> sample_inputs;
+  /// Why the archive's sample inputs are absent though it has a record of them (unreadable, damaged):
+  /// one line, empty otherwise.
+  std::string sample_inputs_problem;
   /// The device the graph was exported on, read from its tensors' metadata ("cuda:0" for a GPU export,
   /// else "cpu"). pt2diff's own runs are on the CPU whatever it is: weights and inputs load there, and
   /// devices baked into the graph are rewritten (docs/cuda-graphs.md). A compiler targets it by default.

@@ -81,6 +81,29 @@ TEST(MalformedInputs, UnreadableInputsFileIsOneLine) {
   EXPECT_NE(r.err.find("torch.Size"), std::string::npos) << r.err;
 }
 
+TEST(MalformedInputs, ADamagedStorageRecordIsOneLineAndExitTwoNeverARead) {
+  // Issue 20's reproducers: an empty storage record crashed the run (SIGSEGV), a 4-byte one was read out
+  // of bounds and judged (RMSE 8.9e+25); in an archive's sample inputs, the same.
+  for (auto [file, held] : std::vector<std::pair<std::string, std::string>>{{"malformed/inputs_empty_storage.pt", "holds 0"},
+                                                                            {"malformed/inputs_short_storage.pt", "holds 4"}}) {
+    for (const std::string& command : {std::string("inspect "), std::string("--compiled eager ")}) {
+      auto r = testing::run_cli(command + fixture("mlp.pt2") + " " + fixture(file));
+      EXPECT_EQ(r.exit_code, 2) << command << file << ": " << r.out << r.err;
+      EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+      EXPECT_NE(r.err.find("input #0 (float32[4, 32]) needs 512 bytes of storage but its storage record " + held +
+                           ": the file is truncated or damaged"),
+                std::string::npos)
+          << r.err;
+    }
+  }
+  auto sample = testing::run_cli("--compiled eager " + fixture("malformed/sample_inputs_empty_storage.pt2"));
+  EXPECT_EQ(sample.exit_code, 2) << sample.out << sample.err;
+  EXPECT_EQ(sample.err.find('\n'), sample.err.size() - 1) << sample.err;
+  EXPECT_NE(sample.err.find("its sample inputs are unusable (sample inputs: "), std::string::npos) << sample.err;
+  EXPECT_NE(sample.err.find("(float32[4, 32]) needs 512 bytes of storage but its storage record holds 0"), std::string::npos)
+      << sample.err;
+}
+
 TEST(MalformedCommandLine, UsageErrorsExitTwo) {
   EXPECT_EQ(testing::run_cli("inspect").exit_code, 2);
   EXPECT_EQ(testing::run_cli("frobnicate x").exit_code, 2);
