@@ -10,9 +10,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "pt2diff/backend.h"
+#include "pt2diff/advanced/backend.h"
 #include "pt2diff/diff.h"
-#include "pt2diff/interpreter.h"
+#include "pt2diff/program.h"
+#include "pt2diff/inputs.h"
+#include "pt2diff/advanced/interpreter.h"
 
 namespace {
 

@@ -7,7 +7,9 @@
 #include <cstdlib>
 
 #include "pt2diff/diff.h"
-#include "pt2diff/interpreter.h"
+#include "pt2diff/program.h"
+#include "pt2diff/inputs.h"
+#include "pt2diff/advanced/interpreter.h"
 
 namespace {
 

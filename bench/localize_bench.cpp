@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "pt2diff/diff.h"
+#include "pt2diff/program.h"
+#include "pt2diff/inputs.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <iostream>
 
-#include "pt2diff/interpreter.h"
+#include "pt2diff/advanced/interpreter.h"
 
 int main(int argc, char** argv) {
   if (argc != 4 || (std::strcmp(argv[1], "free") != 0 && std::strcmp(argv[1], "keep") != 0)) {

@@ -5,6 +5,8 @@
 #include <benchmark/benchmark.h>
 
 #include "pt2diff/sweep.h"
+#include "pt2diff/program.h"
+#include "pt2diff/inputs.h"
 
 namespace {
 

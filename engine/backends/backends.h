@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "pt2diff/backend.h"
-#include "pt2diff/interpreter.h"
+#include "pt2diff/advanced/backend.h"
+#include "pt2diff/advanced/interpreter.h"
 
 namespace pt2diff {
 

@@ -5,7 +5,7 @@
 #include <unordered_set>
 
 #include "graphs/dag.h"
-#include "pt2diff/backend.h"
+#include "pt2diff/advanced/backend.h"
 
 namespace pt2diff {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "pt2diff/backend.h"
+#include "pt2diff/advanced/backend.h"
 
 namespace pt2diff {
 

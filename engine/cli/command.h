@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "pt2diff/backend.h"
+#include "pt2diff/advanced/backend.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/inputs.h"

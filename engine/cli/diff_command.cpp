@@ -9,6 +9,7 @@
 #include "pt2diff/diff.h"
 #include "pt2diff/error.h"
 #include "pt2diff/html.h"
+#include "pt2diff/values.h"
 
 namespace pt2diff::cli {
 
@@ -24,11 +25,11 @@ void write_file(const std::string& path, const std::string& bytes) {
 std::string saved_outputs(const DiffResult& r) {
   auto run = [&](auto member) {
     std::vector<c10::IValue> values;
-    for (const OutputVerdict& o : r.outputs) values.push_back((o.*member).defined() ? c10::IValue(o.*member) : c10::IValue());
+    for (const OutputValues& o : r.values->outputs) values.push_back((o.*member).defined() ? c10::IValue(o.*member) : c10::IValue());
     return c10::IValue(c10::ivalue::Tuple::create(std::move(values)));
   };
   return to_torch_save(c10::ivalue::Tuple::create(
-      {run(&OutputVerdict::compiled_value), run(&OutputVerdict::eager_value), run(&OutputVerdict::fp64_value)}));
+      {run(&OutputValues::compiled), run(&OutputValues::eager), run(&OutputValues::fp64)}));
 }
 
 class DiffCommand final : public Command {

@@ -1,7 +1,7 @@
 // engine/cli/option_groups.cpp — option groups shared by commands.
 #include "engine/cli/command.h"
 #include "pt2diff/error.h"
-#include "pt2diff/interpreter.h"
+#include "pt2diff/advanced/interpreter.h"
 
 #include <fmt/format.h>
 #include <iostream>

@@ -35,7 +35,7 @@ void compile_exploded(RunState& s) {
       const at::Tensor& compiled_local = it->second.first->toTensor();
       ve.compiled_local = measure(compiled_local, ref.toTensor(), ulp_dtype);
       ve.has_compiled_local = true;
-      if (s.options.keep_values) ve.compiled_local_value = compiled_local;
+      if (s.options.keep_values) r.values->by_value[ve.name].compiled_local = compiled_local;
       if (!judge(compiled_local, it->second.second->toTensor(), ref.toTensor(), s.options.rule).pass) ne.compiled_local_fails = true;
       ne.compiled_local_ulp = std::max(ne.compiled_local_ulp, ve.compiled_local.exact_kind ? 0.0 : ve.compiled_local.max_ulp);
     }

@@ -30,8 +30,9 @@ void judge_outputs(RunState& s) {
     const c10::IValue& eager = s.runs.native.outputs[i];
     const c10::IValue& fp64 = s.runs.fp64.outputs[i];
     if (!eager.isTensor()) continue;
-    ov.eager_value = eager.toTensor();
-    if (fp64.isTensor()) ov.fp64_value = fp64.toTensor();
+    OutputValues kept;
+    kept.eager = eager.toTensor();
+    if (fp64.isTensor()) kept.fp64 = fp64.toTensor();
     const bool fp64_ok = fp64.isTensor() && !s.uncomparable_values.count(ov.name);
     NodeId producer = values.empty() ? kGraphInput : g.value(values.front()).producer;
     auto ulp_dtype = producer == kGraphInput ? std::nullopt : working_dtype(g, g.node(producer));
@@ -46,12 +47,13 @@ void judge_outputs(RunState& s) {
     } else if (!result.isTensor()) {
       ov = no_compiled_value(std::move(ov), fmt::format("{} does not return this output", r.compiled));
     } else {
-      ov.compiled_value = result.toTensor();
+      kept.compiled = result.toTensor();
       ov.verdict = judge(result.toTensor(), eager.toTensor(), fp64_ok ? fp64.toTensor() : at::Tensor(), s.options.rule);
       if (fp64_ok) ov.compiled_to_fp64 = measure(result.toTensor(), fp64.toTensor(), ulp_dtype);
     }
     r.diverged = r.diverged || !ov.verdict.pass;
     r.outputs.push_back(std::move(ov));
+    r.values->outputs.push_back(std::move(kept));
   }
 }
 

@@ -55,7 +55,8 @@ void keep_reference(const NodeStep& step, ReferenceRuns& reference, bool copy) {
   }
 }
 
-NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values) {
+/// The node's errors; with `keep_values`, its values go to `values` too.
+NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values, DiffValues& values) {
   NodeError ne;
   ne.name = step.node.name;
   ne.target = short_target(step.node.target);
@@ -66,9 +67,10 @@ NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values) {
   for (size_t i = 0; i < outs.size(); ++i) {
     ne.values.push_back(value_error(g, outs[i], step.native[i], step.fp64[i], step.local[i], ulp_dtype));
     if (keep_values && ne.values.back().compared) {
-      ne.values.back().eager_value = step.native[i].toTensor();
-      ne.values.back().fp64_value = step.fp64[i].toTensor();
-      ne.values.back().local_value = step.local[i].toTensor();
+      NodeValues& kept = values.by_value[ne.values.back().name];
+      kept.eager = step.native[i].toTensor();
+      kept.fp64 = step.fp64[i].toTensor();
+      kept.local = step.local[i].toTensor();
     }
   }
   return ne;
@@ -105,7 +107,7 @@ void run_references(RunState& s) {
   DiffResult& r = s.result;
   if (s.keep) s.reference = start_reference(s.program, s.inputs);
   s.runs = s.interpreter.run_lockstep(s.inputs, [&](const NodeStep& step) {
-    r.nodes.push_back(node_error(g, step, s.options.keep_values));
+    r.nodes.push_back(node_error(g, step, s.options.keep_values, *r.values));
     if (s.keep) keep_reference(step, s.reference, s.in_place);
   });
   r.fixups = s.runs.fp64.fixups;

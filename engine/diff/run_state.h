@@ -9,16 +9,19 @@
 #include <vector>
 
 #include "engine/localize/compiled_oracle.h"
-#include "pt2diff/backend.h"
+#include "pt2diff/advanced/backend.h"
 #include "pt2diff/diff.h"
-#include "pt2diff/interpreter.h"
+#include "pt2diff/values.h"
+#include "pt2diff/advanced/interpreter.h"
 
 namespace pt2diff {
 
 struct RunState {
   RunState(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend,
            std::shared_ptr<std::string> step)
-      : program(program), inputs(inputs), options(options), backend(backend), step(std::move(step)), interpreter(program) {}
+      : program(program), inputs(inputs), options(options), backend(backend), step(std::move(step)), interpreter(program) {
+    result.values = std::make_shared<DiffValues>();
+  }
 
   // Given.
   const Program& program;

@@ -1,6 +1,6 @@
 // engine/execution/interpreter.cpp — plans kernels once, then runs graphs node by node in a frame,
 // freeing each value after its last use (nativert's SerialGraphExecutor, plus subgraphs).
-#include "pt2diff/interpreter.h"
+#include "pt2diff/advanced/interpreter.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "pt2diff/error.h"
-#include "pt2diff/interpreter.h"
+#include "pt2diff/advanced/interpreter.h"
 
 namespace pt2diff {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "pt2diff/graph.h"
-#include "pt2diff/interpreter.h"
+#include "pt2diff/advanced/interpreter.h"
 
 namespace pt2diff {
 

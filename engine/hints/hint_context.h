@@ -5,9 +5,10 @@
 #include <optional>
 #include <vector>
 
-#include "pt2diff/backend.h"
+#include "pt2diff/advanced/backend.h"
+#include "pt2diff/compare.h"
 #include "pt2diff/diff.h"
-#include "pt2diff/interpreter.h"
+#include "pt2diff/advanced/interpreter.h"
 
 namespace pt2diff {
 

@@ -7,8 +7,9 @@
 #include <vector>
 
 #include "engine/localize/oracle.h"
-#include "pt2diff/backend.h"
-#include "pt2diff/interpreter.h"
+#include "pt2diff/compare.h"
+#include "pt2diff/advanced/backend.h"
+#include "pt2diff/advanced/interpreter.h"
 
 namespace pt2diff {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "pt2diff/compare.h"
+#include "pt2diff/verdict.h"
 #include "pt2diff/localize.h"
 
 namespace pt2diff {

@@ -11,6 +11,8 @@
 
 #include "engine/backends/backends.h"
 #include "pt2diff/error.h"
+#include "pt2diff/compare.h"
+#include "pt2diff/values.h"
 
 namespace pt2diff {
 
@@ -27,9 +29,9 @@ ToleranceRule rule_at(const ToleranceRule& base, double tol, double multiplier) 
   return r;
 }
 
-Verdict judge_output(const OutputVerdict& o, const ToleranceRule& rule) {
-  if (!o.compiled_value.defined() || !o.eager_value.defined()) return o.verdict;  // no compiled value: fails at every tol
-  return judge(o.compiled_value, o.eager_value, o.fp64_value, rule);
+Verdict judge_output(const OutputVerdict& o, const OutputValues& values, const ToleranceRule& rule) {
+  if (!values.compiled.defined() || !values.eager.defined()) return o.verdict;  // no compiled value: fails at every tol
+  return judge(values.compiled, values.eager, values.fp64, rule);
 }
 
 /// The smallest tol in [0, 1e3] at which `passes` holds (it is monotone in tol), to 0.1%.
@@ -114,18 +116,19 @@ SweepResult sweep(const Program& program, const BoundInputs& inputs, const Sweep
       SweepPoint p;
       p.tol = tol;
       p.multiplier = multiplier;
-      for (const OutputVerdict& o : s.run.outputs) {
-        p.outputs.push_back(judge_output(o, rule));
+      for (size_t i = 0; i < s.run.outputs.size(); ++i) {
+        p.outputs.push_back(judge_output(s.run.outputs[i], s.run.values->outputs[i], rule));
         if (!p.outputs.back().pass) ++p.failing_outputs;
       }
       for (const NodeError& n : s.run.nodes) {
         bool local_fails = false, propagated_fails = false;
         for (const ValueError& v : n.values) {
-          if (!v.compared || !v.fp64_value.defined()) continue;
-          if (v.compiled_local_value.defined() && !judge(v.compiled_local_value, v.local_value, v.fp64_value, rule).pass)
+          const NodeValues* kept = s.run.values->node(v.name);
+          if (!v.compared || !kept || !kept->fp64.defined()) continue;
+          if (kept->compiled_local.defined() && !judge(kept->compiled_local, kept->local, kept->fp64, rule).pass)
             local_fails = true;
-          if (v.eager_value.is_floating_point() &&
-              !at::allclose(v.eager_value.to(at::kDouble), v.fp64_value.to(at::kDouble), tol, tol, /*equal_nan=*/true))
+          if (kept->eager.is_floating_point() &&
+              !at::allclose(kept->eager.to(at::kDouble), kept->fp64.to(at::kDouble), tol, tol, /*equal_nan=*/true))
             propagated_fails = true;
         }
         if (local_fails && p.first_diverging.empty()) p.first_diverging = n.name;
@@ -134,11 +137,12 @@ SweepResult sweep(const Program& program, const BoundInputs& inputs, const Sweep
       }
       s.points.push_back(std::move(p));
     }
-  for (const OutputVerdict& o : s.run.outputs) {
+  for (size_t i = 0; i < s.run.outputs.size(); ++i) {
     std::vector<std::optional<double>> per_multiplier;
     for (double multiplier : s.multipliers)
-      per_multiplier.push_back(
-          smallest_passing([&](double tol) { return judge_output(o, rule_at(options.diff.rule, tol, multiplier)).pass; }));
+      per_multiplier.push_back(smallest_passing([&](double tol) {
+        return judge_output(s.run.outputs[i], s.run.values->outputs[i], rule_at(options.diff.rule, tol, multiplier)).pass;
+      }));
     s.min_passing_tol.push_back(std::move(per_multiplier));
   }
   s.judge_seconds = seconds_since(start);

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "pt2diff/compare.h"
+#include "pt2diff/verdict.h"
 #include "pt2diff/failure.h"
 #include "pt2diff/hints.h"
 

@@ -1,4 +1,5 @@
-// pt2diff/pt2diff.h — the whole public API.
+// pt2diff/pt2diff.h — the public API (the advanced one, for writing backends or driving the
+// interpreter yourself, is in pt2diff/advanced/ and not included here).
 //
 //   #include <pt2diff/pt2diff.h>
 //
@@ -10,10 +11,9 @@
 //   if (r.diverged) return 1;
 //
 // Everything throws pt2diff::Error (one line, naming the file/node/input) on bad input; a compiler
-// that fails is recorded in the result (backend.h: BackendFailure).
+// that fails is recorded in the result (DiffResult::compiles).
 #pragma once
 
-#include "pt2diff/backend.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/error.h"
@@ -21,6 +21,9 @@
 #include "pt2diff/html.h"
 #include "pt2diff/inputs.h"
 #include "pt2diff/inspect.h"
-#include "pt2diff/interpreter.h"
+#include "pt2diff/options.h"
 #include "pt2diff/program.h"
+#include "pt2diff/results.h"
 #include "pt2diff/sweep.h"
+#include "pt2diff/values.h"
+#include "pt2diff/verdict.h"

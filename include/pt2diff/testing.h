@@ -22,6 +22,8 @@
 
 #include "pt2diff/diff.h"
 #include "pt2diff/error.h"
+#include "pt2diff/inputs.h"
+#include "pt2diff/program.h"
 
 namespace pt2diff {
 

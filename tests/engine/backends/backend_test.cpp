@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "../../test_support.h"
-#include "pt2diff/backend.h"
+#include "pt2diff/advanced/backend.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/error.h"
-#include "pt2diff/interpreter.h"
+#include "pt2diff/advanced/interpreter.h"
 
 namespace pt2diff {
 namespace {

@@ -9,8 +9,10 @@
 #include "../../test_support.h"
 #include "../numerics.h"
 #include "pt2diff/diff.h"
+#include "pt2diff/program.h"
+#include "pt2diff/inputs.h"
 #include "pt2diff/error.h"
-#include "pt2diff/interpreter.h"
+#include "pt2diff/advanced/interpreter.h"
 
 namespace pt2diff {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "../../test_support.h"
 #include "pt2diff/error.h"
-#include "pt2diff/interpreter.h"
+#include "pt2diff/advanced/interpreter.h"
 
 namespace pt2diff {
 namespace {

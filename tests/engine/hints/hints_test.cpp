@@ -9,6 +9,8 @@
 #include "../../test_support.h"
 #include "engine/hints/hint_registry.h"
 #include "pt2diff/compare.h"
+#include "pt2diff/program.h"
+#include "pt2diff/inputs.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/error.h"
 

@@ -7,6 +7,8 @@
 
 #include "../../test_support.h"
 #include "pt2diff/diff.h"
+#include "pt2diff/program.h"
+#include "pt2diff/inputs.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {

@@ -160,7 +160,7 @@ TEST(Localizer, EveryWayOfNamingNoCulpritHasItsOwnConclusion) {
 }
 
 TEST(Localizer, TheReportSchemaListsEveryConclusionByItsName) {
-  std::ifstream f(std::string(PT2DIFF_FIXTURES) + "/../docs/report.schema.json");
+  std::ifstream f(std::string(PT2DIFF_DOCS) + "/report.schema.json");
   const nlohmann::json schema = nlohmann::json::parse(f);
   const auto& listed = schema["properties"]["localization"]["oneOf"][1]["properties"]["culprit"]["properties"]["conclusion"]["enum"];
   std::vector<std::string> names;

@@ -7,8 +7,12 @@
 #include <sstream>
 
 #include "../../test_support.h"
+#include "pt2diff/compare.h"
+#include "pt2diff/program.h"
+#include "pt2diff/inputs.h"
 #include "pt2diff/error.h"
 #include "pt2diff/sweep.h"
+#include "pt2diff/values.h"
 
 namespace pt2diff {
 namespace {
@@ -75,16 +79,17 @@ TEST(Sweep, TheMinimumPassingToleranceIsTheEdge) {
   SweepResult s = sweep(p, in, o);
   ASSERT_EQ(s.min_passing_tol.size(), 1u);
   ASSERT_EQ(s.min_passing_tol[0].size(), 2u);
-  const OutputVerdict& out = s.run.outputs[0];
+  ASSERT_EQ(s.run.values->outputs.size(), s.run.outputs.size());
+  const OutputValues& out = s.run.values->outputs[0];
   for (size_t k = 0; k < 2; ++k) {
     ASSERT_TRUE(s.min_passing_tol[0][k]);
     const double edge = *s.min_passing_tol[0][k];
     ToleranceRule rule = o.diff.rule;
     rule.fp32_multiplier = rule.low_precision_multiplier = o.multipliers[k];
     rule.tol = edge;
-    EXPECT_TRUE(judge(out.compiled_value, out.eager_value, out.fp64_value, rule).pass) << edge;
+    EXPECT_TRUE(judge(out.compiled, out.eager, out.fp64, rule).pass) << edge;
     rule.tol = edge / 1.002;
-    EXPECT_FALSE(judge(out.compiled_value, out.eager_value, out.fp64_value, rule).pass) << edge;
+    EXPECT_FALSE(judge(out.compiled, out.eager, out.fp64, rule).pass) << edge;
   }
   // A larger multiplier never needs a larger tolerance.
   EXPECT_LE(*s.min_passing_tol[0][1], *s.min_passing_tol[0][0]);

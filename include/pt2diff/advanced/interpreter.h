@@ -1,4 +1,4 @@
-// pt2diff/interpreter.h — runs a loaded program node by node through ATen.
+// pt2diff/advanced/interpreter.h — runs a loaded program node by node through ATen.
 //
 //   pt2diff::Program program = pt2diff::load_program("graph.pt2");
 //   pt2diff::Interpreter interpreter(program);       // plans every node; unknown ops fail here, by name
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "pt2diff/backend.h"
+#include "pt2diff/advanced/backend.h"
 #include "pt2diff/graph.h"
 #include "pt2diff/inputs.h"
 #include "pt2diff/program.h"

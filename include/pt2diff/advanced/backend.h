@@ -1,4 +1,4 @@
-// pt2diff/backend.h — what plays the "compiled" side: compile a region of the graph, run it.
+// pt2diff/advanced/backend.h — what plays the "compiled" side: compile a region of the graph, run it.
 //
 //   pt2diff::BackendOptions options;                      // device, Inductor config, timeout, ...
 //   auto backend = pt2diff::make_backend("inductor", program, options);
@@ -13,7 +13,6 @@
 #pragma once
 
 #include <ATen/core/ivalue.h>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "pt2diff/failure.h"
+#include "pt2diff/options.h"
 #include "pt2diff/graph.h"
 #include "pt2diff/program.h"
 
@@ -70,37 +70,6 @@ class CompiledRegion {
 
  protected:
   double last_run_seconds_ = 0;
-};
-
-/// Called about 4 times a second while the engine waits on a compiler: what it is doing and for how
-/// long it has waited. The CLI draws a progress line from it; a library user may log or ignore it.
-using WaitCallback = std::function<void(const std::string& activity, double elapsed_seconds)>;
-
-struct BackendOptions {
-  std::string device = "cpu";  ///< "cpu" or "cuda[:N]" (inductor, external)
-  /// Inductor config overrides, "key=value" (value as a Python literal): "emulate_precision_casts=True".
-  std::vector<std::string> inductor_config;
-  /// How long one request to a worker may take (compile, run) before it is killed and reported.
-  double timeout_seconds = 900;
-  /// Python for the Inductor worker. Empty: $PT2DIFF_PYTHON, else the venv pt2diff was built with.
-  std::string python;
-  /// Inductor's cache (FX graph and kernel caches). Empty: $PT2DIFF_INDUCTOR_CACHE, else
-  /// ~/.cache/pt2diff/inductor: kept between runs, so a second run of the same graph compiles fast.
-  std::string inductor_cache_dir;
-  /// Seeds the backend's random generator (torch.manual_seed) before every run; diff() seeds the
-  /// engine's runs with the same value (Interpreter::set_seed), so with Inductor's
-  /// fallback_random=True random ops draw eager's stream. nullopt: generators are left alone.
-  std::optional<uint64_t> seed = 0;
-  /// Custom-op libraries the worker loads (torch.ops.load_library) before the archive, as the engine
-  /// does with load_op_library().
-  std::vector<std::string> op_libraries;
-  /// torch.set_float32_matmul_precision in the worker, as the user's program sets it: "highest",
-  /// "high" (TF32 matmuls on CUDA), "medium". Empty: torch's default (highest).
-  std::string matmul_precision;
-  /// TF32 off in the worker for matmuls and cuDNN convolutions alike (torch.backends.cuda.matmul and
-  /// torch.backends.cudnn .allow_tf32 = False); cuDNN's default is on. Only CUDA has TF32.
-  bool no_tf32 = false;
-  WaitCallback on_wait;
 };
 
 class Backend {

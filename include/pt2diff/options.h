@@ -1,0 +1,83 @@
+// pt2diff/options.h — what a diff run is asked to do, as plain data (no torch): the compiled side and
+// its settings, localization, the verdict rule; and the same options written back as CLI flags.
+//
+//   pt2diff::DiffOptions o;
+//   o.compiled = "inductor";
+//   o.backend.inductor_config = {"emulate_precision_casts=True"};
+//   o.rule = pt2diff::parse_rule("ulp:4");
+//   std::cout << pt2diff::shell_line(pt2diff::to_flags(o)) << "\n";   // --compiled inductor --inductor-config ...
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pt2diff/localize.h"
+#include "pt2diff/verdict.h"
+
+namespace pt2diff {
+
+/// Called about 4 times a second while the engine waits on a compiler: what it is doing and for how
+/// long it has waited. The CLI draws a progress line from it; a library user may log or ignore it.
+using WaitCallback = std::function<void(const std::string& activity, double elapsed_seconds)>;
+
+struct BackendOptions {
+  std::string device = "cpu";  ///< "cpu" or "cuda[:N]" (inductor, external)
+  /// Inductor config overrides, "key=value" (value as a Python literal): "emulate_precision_casts=True".
+  std::vector<std::string> inductor_config;
+  /// How long one request to a worker may take (compile, run) before it is killed and reported.
+  double timeout_seconds = 900;
+  /// Python for the Inductor worker. Empty: $PT2DIFF_PYTHON, else the venv pt2diff was built with.
+  std::string python;
+  /// Inductor's cache (FX graph and kernel caches). Empty: $PT2DIFF_INDUCTOR_CACHE, else
+  /// ~/.cache/pt2diff/inductor: kept between runs, so a second run of the same graph compiles fast.
+  std::string inductor_cache_dir;
+  /// Seeds the backend's random generator (torch.manual_seed) before every run; diff() seeds the
+  /// engine's runs with the same value (Interpreter::set_seed), so with Inductor's
+  /// fallback_random=True random ops draw eager's stream. nullopt: generators are left alone.
+  std::optional<uint64_t> seed = 0;
+  /// Custom-op libraries the worker loads (torch.ops.load_library) before the archive, as the engine
+  /// does with load_op_library().
+  std::vector<std::string> op_libraries;
+  /// torch.set_float32_matmul_precision in the worker, as the user's program sets it: "highest",
+  /// "high" (TF32 matmuls on CUDA), "medium". Empty: torch's default (highest).
+  std::string matmul_precision;
+  /// TF32 off in the worker for matmuls and cuDNN convolutions alike (torch.backends.cuda.matmul and
+  /// torch.backends.cudnn .allow_tf32 = False); cuDNN's default is on. Only CUDA has TF32.
+  bool no_tf32 = false;
+  WaitCallback on_wait;
+};
+
+struct DiffOptions {
+  /// The compiled side, a make_backend() spec: "inductor" (default), "eager" (the noise floor: every
+  /// verdict passes), "aoti:PACKAGE.pt2", "external:COMMAND", "fault:NODE:KIND".
+  std::string compiled = "inductor";
+  /// Device, Inductor config, timeout, worker Python, cache, progress callback.
+  BackendOptions backend;
+  /// Also compile every node as an independent op (one compile) for the compiled local error column.
+  bool exploded = true;
+  /// When an output diverges: bisect the graph to the op or window that causes it (localize.h).
+  LocalizeOptions localize;
+  /// When localization names a culprit, write it here as a standalone repro (localize.h: Repro).
+  std::string repro_dir;
+  ToleranceRule rule;
+  /// How many nodes the ranking of introduced error lists.
+  size_t top = 10;
+  /// Keep every node's values (ValueError::*_value) for re-judging later (sweeps): memory grows with
+  /// the graph, so off by default.
+  bool keep_values = false;
+};
+
+/// The flags of `pt2diff GRAPH INPUTS` that run the CLI with `options` again: every option that differs
+/// from the CLI's default, spelled as the CLI reads it ({"--compiled", "fault:mm#1:bf16", "--tol",
+/// "1e-06"}). `default_device` is what --device would default to (the graph's export device). Where
+/// results go (--json, --html, --repro, --inductor-cache) and callbacks are left out: they change no
+/// verdict. A repro command, or a test harness's log, is these flags after GRAPH INPUTS.
+std::vector<std::string> to_flags(const DiffOptions& options, const std::string& default_device = "cpu");
+/// Words as one line a POSIX shell reads back as the same words (single quotes where needed).
+std::string shell_line(const std::vector<std::string>& words);
+
+}  // namespace pt2diff

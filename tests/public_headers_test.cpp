@@ -1,0 +1,63 @@
+// tests/public_headers_test.cpp — the public headers for options, results, diff and sweep, and the
+// verdict types, build without torch: this binary has no torch include path, so any ATen include
+// they picked up would fail to compile here. What they implement without torch is tested too.
+#include <gtest/gtest.h>
+
+#include "pt2diff/diff.h"
+#include "pt2diff/error.h"
+#include "pt2diff/failure.h"
+#include "pt2diff/localize.h"
+#include "pt2diff/options.h"
+#include "pt2diff/results.h"
+#include "pt2diff/sweep.h"
+#include "pt2diff/verdict.h"
+
+namespace pt2diff {
+namespace {
+
+TEST(RuleSpecs, ReadBackAsTheyAreWritten) {
+  for (const char* spec : {"same", "allclose", "ulp:4", "ulp:0.5", "cosine:0.9999"}) EXPECT_EQ(rule_name(parse_rule(spec)), spec);
+  EXPECT_EQ(rule_name(parse_rule("cosine")), "cosine:0.99");
+  EXPECT_EQ(parse_rule("ulp:4").kind, ToleranceRule::Kind::Ulp);
+  EXPECT_DOUBLE_EQ(parse_rule("ulp:4").max_ulp, 4);
+}
+
+TEST(RuleSpecs, AMalformedSpecIsAUsageErrorThatSaysWhatIsExpected) {
+  for (const char* bad_spec : {"ulp", "ulp:x", "frobnicate", "same:3", "cosine:1e"}) {
+    try {
+      parse_rule(bad_spec);
+      ADD_FAILURE() << bad_spec << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), Error::Kind::Usage) << bad_spec;
+      EXPECT_NE(std::string(e.what()).find("--rule"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(FailureKinds, HaveTheNamesTheReportSchemaUses) {
+  EXPECT_STREQ(failure_kind_name(FailureKind::CompileFailed), "compile_failed");
+  EXPECT_STREQ(failure_kind_name(FailureKind::RunFailed), "run_failed");
+  EXPECT_STREQ(failure_kind_name(FailureKind::WorkerDied), "worker_died");
+  EXPECT_STREQ(failure_kind_name(FailureKind::TimedOut), "timed_out");
+  EXPECT_STREQ(failure_kind_name(FailureKind::Unusable), "unusable");
+  EXPECT_STREQ(failure_kind_name(std::optional<FailureKind>{}), "");
+  EXPECT_TRUE(loses_compiler(FailureKind::TimedOut));
+  EXPECT_FALSE(loses_compiler(FailureKind::CompileFailed));
+}
+
+TEST(PublicHeaders, ResultsAreHeldWithoutTheirTensors) {
+  // A result a tool reads (or a Python binding converts) needs no torch; its tensors stay behind
+  // DiffResult::values until someone includes pt2diff/values.h.
+  DiffResult r;
+  r.outputs.push_back({});
+  r.outputs.back().verdict.reason = "rmse_exceeds_bound";
+  const DiffResult copy = r;
+  EXPECT_EQ(copy.values, nullptr);
+  EXPECT_EQ(copy.outputs.at(0).verdict.reason, "rmse_exceeds_bound");
+  SweepOptions s;
+  EXPECT_EQ(s.diff.compiled, "inductor");
+  EXPECT_EQ(s.diff.rule.kind, ToleranceRule::Kind::Same);
+}
+
+}  // namespace
+}  // namespace pt2diff
