@@ -8,12 +8,13 @@ import os
 import sys
 import tempfile
 
-import torch
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp())  # a fresh Inductor cache, before torch
+import torch  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "engine", "backends"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from pt2diff_worker import Worker  # noqa: E402
+
 fixtures, out = sys.argv[1], sys.argv[2]
-sys.argv = [sys.argv[0], "--cache-dir", tempfile.mkdtemp()]  # the worker parses its own arguments on import
-from inductor_worker import Worker  # noqa: E402
 
 
 def rmse(a, b):

@@ -1,0 +1,51 @@
+"""The Inductor worker's command line: `python -m pt2diff_worker [--cache-dir DIR]`, or the launcher
+engine/backends/inductor_worker.py (share/pt2diff/inductor_worker.py once installed) that pt2diff runs.
+
+Importing this module has no effect; `main()` parses the arguments, sets Inductor's cache directory,
+takes stdout for the protocol, and only then imports torch and serves.
+"""
+import argparse
+import os
+
+DESCRIPTION = "pt2diff's Inductor worker: compiles regions of a torch.export archive with Inductor and runs them."
+DEFAULT_CACHE_DIR = os.path.join("~", ".cache", "pt2diff", "inductor")
+
+
+def parse_args(argv=None, prog=None):
+    """The worker's arguments (`--cache-dir`, default ~/.cache/pt2diff/inductor) from `argv`
+    (default: sys.argv[1:]); `--help` and usage errors exit as argparse does."""
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    p.add_argument("--cache-dir", default=os.path.expanduser(DEFAULT_CACHE_DIR),
+                   help="Inductor's cache directory (FX graph cache and kernel code)")
+    return p.parse_args(argv)
+
+
+def inductor_cache_dir(cache_dir, capability):
+    """The Inductor cache directory for `cache_dir` under ATEN_CPU_CAPABILITY `capability`.
+
+    Inductor's FX graph cache is not keyed by ATEN_CPU_CAPABILITY: code cached while vectorizing for
+    AVX-512 is reused under ATEN_CPU_CAPABILITY=default, whose headers lack at::vec, and fails to build.
+    One cache per capability: DIR/aten-cpu-CAPABILITY (lowercase) when it is set, DIR itself when not."""
+    capability = (capability or "").strip().lower()
+    return os.path.join(cache_dir, "aten-cpu-" + capability) if capability else cache_dir
+
+
+def setup_environment(cache_dir, environ=None):
+    """Sets TORCHINDUCTOR_CACHE_DIR in `environ` (default os.environ), unless it is already set, to
+    `inductor_cache_dir(cache_dir, $ATEN_CPU_CAPABILITY)`. To take effect it must run before torch is
+    imported: Inductor reads its cache location from the environment. Returns the value in force."""
+    environ = os.environ if environ is None else environ
+    return environ.setdefault("TORCHINDUCTOR_CACHE_DIR",
+                              inductor_cache_dir(cache_dir, environ.get("ATEN_CPU_CAPABILITY", "")))
+
+
+def main(argv=None, prog=None):
+    """Runs the Inductor worker: arguments, cache directory, stdout for the protocol, then serves
+    requests on stdin until `shutdown` or end of input."""
+    args = parse_args(argv, prog)
+    setup_environment(args.cache_dir)
+    from .protocol import protocol_channel, serve
+    # The engine reads stdout as the protocol channel: keep everything else off it, torch's import included.
+    replies = protocol_channel()
+    from .inductor import Worker
+    serve(Worker(), replies=replies)

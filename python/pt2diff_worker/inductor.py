@@ -1,0 +1,160 @@
+"""The Inductor worker: compiles regions of an archive with torch.compile(backend="inductor") and runs
+them, answering the protocol's requests (pt2diff_worker.protocol.serve(Worker()) serves it).
+
+Import it after TORCHINDUCTOR_CACHE_DIR is set (pt2diff_worker.cli.main does): Inductor reads it.
+"""
+import ast
+import contextlib
+import os
+import traceback
+
+import torch
+
+from .archive import Archive
+from .protocol import PROTOCOL, Failure, describe
+
+
+def config_value(text):
+    """An Inductor config value as the engine sends it (`--inductor-config key=VALUE`): a Python literal
+    ("True", "3", "'x'", "[1, 2]") is read as one; any other text stays a string."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+@contextlib.contextmanager
+def torch_settings(settings):
+    """The torch globals a region was compiled under ("matmul_precision", "tf32"), set for its
+    compile and every run (cuBLAS and cuDNN read them at call time), then put back."""
+    precision = torch.get_float32_matmul_precision()
+    matmul_tf32, cudnn_tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        if "matmul_precision" in settings:
+            torch.set_float32_matmul_precision(settings["matmul_precision"])
+        if settings.get("tf32") is False:
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        yield
+    finally:
+        torch.set_float32_matmul_precision(precision)
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul_tf32, cudnn_tf32
+
+
+class Worker:
+    """pt2diff's Inductor worker: one method per protocol request, each taking the request dict and
+    returning the reply's fields (or raising protocol.Failure)."""
+
+    def __init__(self):
+        self.archive = None      # the loaded archive (program, nodes by name, weights, device)
+        self.regions = {}        # region id -> (compiled callable, input names, settings)
+
+    # The loaded archive's parts, under the names scripts use (tests/device/*.py).
+    @property
+    def program(self):
+        return self.archive.program if self.archive else None
+
+    @property
+    def by_name(self):
+        return self.archive.by_name if self.archive else {}
+
+    @property
+    def state(self):
+        return self.archive.state if self.archive else {}
+
+    @property
+    def device(self):
+        return self.archive.device if self.archive else "cpu"
+
+    # --- requests ----------------------------------------------------------------------------
+    def hello(self, req):
+        """`worker`, `protocol`, `torch` and the Inductor cache in use."""
+        cache_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+        if cache_dir is None:  # not started by main(): Inductor's own default
+            from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+            cache_dir = default_cache_dir()
+        return {"worker": "inductor", "protocol": PROTOCOL, "torch": torch.__version__, "cache_dir": cache_dir}
+
+    def load(self, req):
+        """Loads the archive (Archive.from_request); forgets every compiled region. Reply: `nodes`."""
+        self.archive = Archive.from_request(req)
+        self.regions = {}
+        return {"nodes": self.archive.node_count()}
+
+    def compile(self, req):
+        """Compiles a region with Inductor, including its first call on `example_inputs`."""
+        if self.archive is None:
+            raise Failure("bad_request", "compile before load")
+        gm, input_names = self.region_module(req["nodes"], req["inputs"], req["outputs"], bool(req.get("exploded")))
+        example = self.region_inputs(req["example_inputs"], input_names)
+        config = {k: config_value(v) for k, v in req.get("config", {}).items()}
+        from torch._inductor import config as inductor_config
+        try:
+            patch = inductor_config.patch(config)
+        except Exception as e:  # noqa: BLE001
+            raise Failure("bad_request", f"Inductor config {config}: {e}")
+        try:
+            # The same entry point as a user's torch.compile (Dynamo, AOTAutograd, Inductor), so the
+            # numbers are those the user sees. It compiles on the first call: that call is the compile.
+            # Inference (no_grad): the forward a deployed model runs. Under autograd Inductor compiles a
+            # training graph whose partitioner may keep low-precision activations for backward, and
+            # that changes the forward's rounding.
+            settings = req.get("settings", {})
+            compiled = torch.compile(gm, backend="inductor", fullgraph=True, dynamic=False)
+            with patch, torch.no_grad(), torch_settings(settings):
+                compiled(*example)
+        except Exception as e:  # noqa: BLE001 - the compiler's message is the point
+            raise Failure("compile_failed", describe(e), traceback.format_exc())
+        self.regions[req["region"]] = (compiled, input_names, settings)
+        return {}
+
+    def run(self, req):
+        """Runs a compiled region on `inputs`, writing its outputs (on the CPU) to `outputs_file`."""
+        region = self.regions.get(req["region"])
+        if region is None:
+            raise Failure("bad_request", f"no compiled region '{req['region']}'")
+        compiled, input_names, settings = region
+        inputs = self.region_inputs(req["inputs"], input_names)
+        try:
+            if "seed" in req:
+                torch.manual_seed(int(req["seed"]))  # as the engine seeds its own runs: same random stream
+            with torch.no_grad(), torch_settings(settings):
+                outputs = compiled(*inputs)
+        except Exception as e:  # noqa: BLE001
+            raise Failure("run_failed", describe(e), traceback.format_exc())
+        outputs = [o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outputs]
+        torch.save(outputs, req["outputs_file"])
+        return {}
+
+    def export(self, req):
+        """The fused region as a standalone torch.export archive, its inputs (weights included, as
+        inputs) as a torch.save tuple: a repro anyone can load without the original model."""
+        if self.archive is None:
+            raise Failure("bad_request", "export before load")
+        gm, input_names = self.region_module(req["nodes"], req["inputs"], req["outputs"], False)
+        # Exported on the load's device (a GPU export's window stays on the GPU, fused kernels and all);
+        # the inputs are saved from the CPU, which loads anywhere.
+        example = [v.detach() if isinstance(v, torch.Tensor) else v
+                   for v in self.region_inputs(req["example_inputs"], input_names)]
+        gm = gm.to(self.device)
+        try:
+            ep = torch.export.export(gm, tuple(example), strict=False)
+            torch.export.save(ep, req["archive"])
+            torch.save(tuple(v.cpu() if isinstance(v, torch.Tensor) else v for v in example), req["inputs_file"])
+        except Exception as e:  # noqa: BLE001
+            raise Failure("export_failed", describe(e), traceback.format_exc())
+        return {"nodes": [n.name for n in ep.graph.nodes if n.op == "call_function"]}
+
+    def forget(self, req):
+        """Drops a compiled region (unknown ids are fine)."""
+        self.regions.pop(req["region"], None)
+        return {}
+
+    # --- regions ----------------------------------------------------------------------------
+    def region_module(self, node_names, input_names, output_names, exploded):
+        """The region's GraphModule and input names (Archive.region_module on the loaded archive)."""
+        return self.archive.region_module(node_names, input_names, output_names, exploded)
+
+    def region_inputs(self, path, input_names):
+        """The region's input values on the load's device (Archive.region_inputs)."""
+        return self.archive.region_inputs(path, input_names)

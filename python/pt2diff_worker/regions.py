@@ -1,0 +1,138 @@
+"""Regions: GraphModules cut out of a torch.export archive's graph, as the engine names them.
+
+A region is a set of node names plus the value names it reads (`inputs`, in call order) and returns
+(`outputs`). Fused: nodes read each other. Exploded: every node reads placeholders only, so each op
+runs on the inputs the engine chose. Also here: the CPU stand-in for CUDA-only fused attention.
+"""
+import operator
+
+import torch
+import torch.fx
+
+from .protocol import Failure
+
+#: Node metadata a region's copies keep (source lines and module paths, for compiler messages).
+KEPT_META = ("stack_trace", "nn_module_stack")
+
+
+def lookup(by_name, name, role):
+    """The node named `name` in `by_name` (name -> fx node); `role` ("node", "input", "output") names it
+    in the bad_request failure raised when it is missing."""
+    n = by_name.get(name)
+    if n is None:
+        raise Failure("bad_request", f"{role} '{name}' is not in the archive's graph")
+    return n
+
+
+def region_module(root, by_name, node_names, input_names, output_names, exploded=False, device=None):
+    """A GraphModule of the named nodes, their names kept, and the list of its input names.
+
+    `root`: the archive's GraphModule (the owner of the graph and of any get_attr subgraph); `by_name`:
+    value or node name -> its fx node (`{n.name: n for n in root.graph.nodes}`, plus any renamed node).
+    Fused (`exploded` false): nodes read each other; every other value they read must be in
+    `input_names`. Exploded: every node reads placeholders only (the parts of a multi-output node
+    excepted), so each op is compiled on its own inputs (one graph, independent ops). The module takes
+    `input_names` as placeholders, in order, and returns the tuple of `output_names`.
+    `device`: torch.device arguments baked into the graph (factories, casts, metadata asserts) are
+    rewritten to it; None leaves them as exported. Unknown names and values the region cannot read
+    raise Failure("bad_request", ...)."""
+    graph = root.graph
+    chosen = {lookup(by_name, n, "node").name for n in node_names}
+    nodes = [n for n in graph.nodes
+             if n.name in chosen or (n.target is operator.getitem and n.args[0].name in chosen)]
+    inside = set(nodes)
+    new = torch.fx.Graph()
+    placeholders = {}
+    for name in input_names:
+        source = lookup(by_name, name, "input")
+        ph = new.placeholder(name)
+        placeholders[source] = ph
+    copies = {}
+
+    def arg_for(user, a):
+        if a.op == "get_attr":  # a subgraph of a higher-order op
+            if a not in copies:
+                copies[a] = new.get_attr(a.target)
+            return copies[a]
+        multi_output_part = user.target is operator.getitem and a in inside
+        if a in inside and (not exploded or multi_output_part):
+            return copies[a]
+        if a in placeholders:
+            return placeholders[a]
+        raise Failure("bad_request", f"node '{user.name}' reads '{a.name}', which is neither a region input "
+                                     + ("" if exploded else "nor defined in the region"))
+
+    def on_device(value):
+        return torch.device(device) if isinstance(value, torch.device) else value
+
+    for n in nodes:
+        copies[n] = new.node_copy(n, lambda a, user=n: arg_for(user, a))
+        copies[n].meta = {k: n.meta[k] for k in KEPT_META if k in n.meta}
+        if device is not None:
+            # An export bakes its device into factories, casts and metadata asserts (device=cpu, or
+            # cuda:0 for a GPU export): compiled for another device, those arguments follow the compile.
+            copies[n].args = torch.fx.node.map_aggregate(copies[n].args, on_device)
+            copies[n].kwargs = torch.fx.node.map_aggregate(copies[n].kwargs, on_device)
+    outs = []
+    for name in output_names:
+        source = lookup(by_name, name, "output")
+        if source in copies:
+            outs.append(copies[source])
+        elif source in placeholders:
+            outs.append(placeholders[source])
+        else:
+            raise Failure("bad_request", f"output '{name}' is not defined in the region")
+    new.output(tuple(outs))
+    return torch.fx.GraphModule(root, new), list(input_names)
+
+
+def math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, stride, outputs):
+    """What a CUDA fused attention node computes, on any device: math attention, its output laid out with
+    the strides the fused kernel gave it (the graph's later views rely on them), and None for the
+    `outputs` - 1 others (logsumexp, RNG state), as pt2diff's engine leaves them."""
+    out = torch.ops.aten._scaled_dot_product_attention_math.default(
+        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)[0]
+    if stride is not None and out.stride() != stride:
+        # Functional (no copy_ in a traced or exported graph): the dense layout whose dims are ordered
+        # by the recorded strides, which is what the fused kernels return.
+        order = sorted(range(out.dim()), key=lambda d: -stride[d])
+        laid_out = out.permute(order).contiguous().permute(sorted(range(out.dim()), key=order.__getitem__))
+        out = laid_out if laid_out.stride() == stride else torch.empty_strided(
+            out.shape, stride, dtype=out.dtype, device=out.device).copy_(out)
+    return (out,) + (None,) * (outputs - 1)
+
+
+def attention_on_cpu(graph, fused_attention):
+    """A GPU export's fused attention ops have no CPU kernel: compiled for the CPU they become math
+    attention, as pt2diff's engine runs them. Rewrites `graph` in place and returns {old name: new node}
+    so regions can still name them. `fused_attention`: the schema names of those ops
+    ("aten::_scaled_dot_product_flash_attention"), as the engine sends them at `load`. Only the attention
+    output survives; a graph reading the others (logsumexp, RNG state: a training graph) is refused
+    (Failure "load_failed")."""
+    renamed = {}
+    for n in list(graph.nodes):
+        schema = getattr(n.target, "_schema", None) if n.op == "call_function" else None
+        if schema is None or schema.name not in fused_attention:
+            continue
+        bound = dict(zip((a.name for a in schema.arguments), n.args))
+        bound.update(n.kwargs)
+        q, k = bound["query"].meta.get("val"), bound["key"].meta.get("val")
+        gqa = q is not None and k is not None and q.dim() >= 3 and q.shape[-3] != k.shape[-3]
+        val = n.meta.get("val")
+        stride = tuple(val[0].stride()) if isinstance(val, (tuple, list)) and isinstance(val[0], torch.Tensor) else None
+        with graph.inserting_before(n):
+            math = graph.call_function(math_attention, (
+                bound["query"], bound["key"], bound["value"], bound.get("attn_bias"), bound.get("dropout_p", 0.0),
+                bound.get("is_causal", False), bound.get("scale"), gqa, stride, len(schema.returns)))
+        math.meta = {key: n.meta[key] for key in KEPT_META if key in n.meta}
+        for user in list(n.users):
+            index = user.args[1] if user.target is operator.getitem else None
+            if index is not None and (index == 0 or not user.users):
+                user.args = (math, index)
+            else:
+                raise Failure("load_failed", f"node '{user.name}' reads output {index} of the CUDA-only fused attention "
+                                             f"'{n.name}', which runs on the CPU as math attention (attention output only): "
+                                             "export the model for inference, or compile with --device cuda")
+        graph.erase_node(n)
+        renamed[n.name] = math
+    return renamed

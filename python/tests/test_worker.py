@@ -1,0 +1,428 @@
+"""Unit tests of pt2diff_worker on tiny FX graphs: regions, the protocol loop, the command line, and one
+real Inductor compile. Plain unittest, no pytest:
+
+    python -m unittest discover -s python/tests -v
+"""
+import contextlib
+import importlib.util
+import io
+import json
+import operator
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+# Before torch is imported: Inductor reads its cache location from the environment. A cache of our own,
+# removed at the end, so that the one real compile is a real compile.
+TMP = tempfile.mkdtemp(prefix="pt2diff-worker-tests-")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(TMP, "inductor")
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(PYTHON_DIR)
+LAUNCHER = os.path.join(REPO, "engine", "backends", "inductor_worker.py")
+sys.path.insert(0, PYTHON_DIR)
+
+import torch  # noqa: E402
+import torch.fx  # noqa: E402
+
+from pt2diff_worker import cli  # noqa: E402
+from pt2diff_worker.archive import Archive  # noqa: E402
+from pt2diff_worker.inductor import Worker, config_value, torch_settings  # noqa: E402
+from pt2diff_worker.protocol import Failure, serve  # noqa: E402
+from pt2diff_worker.regions import attention_on_cpu, math_attention, region_module  # noqa: E402
+
+WEIGHTS = ["p_fc1_weight", "p_fc1_bias", "p_fc2_weight", "p_fc2_bias"]
+ARCHIVE = os.path.join(TMP, "two_layer.pt2")
+
+
+class TwoLayer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(8, 16), torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class WithFactory(torch.nn.Module):
+    def forward(self, x):
+        return x + torch.ones(4, device=x.device)
+
+
+def setUpModule():
+    torch.manual_seed(0)
+    torch.export.save(torch.export.export(TwoLayer(), (torch.randn(3, 8),)), ARCHIVE)
+
+
+def tearDownModule():
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+def placeholders(gm):
+    return [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+
+
+def ops(gm):
+    return [n.name for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def outputs(gm):
+    return [a.name for a in gm.graph.output_node().args[0]]
+
+
+def failure(test, call):
+    with test.assertRaises(Failure) as caught:
+        call()
+    return caught.exception.kind, str(caught.exception)
+
+
+class RegionTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.archive = Archive.load(ARCHIVE)
+        cls.x = torch.randn(3, 8, generator=torch.Generator().manual_seed(1))
+        cls.state = cls.archive.state
+        cls.linear = torch.nn.functional.linear(cls.x, cls.state["p_fc1_weight"], cls.state["p_fc1_bias"])
+
+    def call(self, gm, names, **values):
+        values = {**self.state, **values}
+        return gm(*(values[n] for n in names))
+
+    def test_archive(self):
+        self.assertEqual(self.archive.node_count(), 3)
+        self.assertEqual(sorted(self.archive.state), sorted(WEIGHTS))
+        self.assertEqual(self.archive.device, "cpu")
+
+    def test_fused_region_keeps_names_and_computes_the_graph(self):
+        gm, names = self.archive.region_module(["linear", "relu", "linear_1"], ["x"] + WEIGHTS, ["linear_1"])
+        self.assertEqual(names, ["x"] + WEIGHTS)
+        self.assertEqual(placeholders(gm), ["x"] + WEIGHTS)
+        self.assertEqual(ops(gm), ["linear", "relu", "linear_1"])
+        self.assertEqual(outputs(gm), ["linear_1"])
+        (got,) = self.call(gm, names, x=self.x)
+        self.assertTrue(torch.equal(got, torch.export.load(ARCHIVE).module()(self.x)))
+
+    def test_fused_part_of_the_graph_in_the_order_asked(self):
+        gm, names = self.archive.region_module(["linear_1", "relu"], ["linear", "p_fc2_weight", "p_fc2_bias"],
+                                               ["linear_1", "relu"])
+        self.assertEqual(ops(gm), ["relu", "linear_1"])  # graph order, whatever the order asked
+        self.assertEqual(outputs(gm), ["linear_1", "relu"])
+        out, relu = self.call(gm, names, linear=self.linear)
+        self.assertTrue(torch.equal(relu, self.linear.relu()))
+        self.assertTrue(torch.equal(out, torch.nn.functional.linear(relu, self.state["p_fc2_weight"], self.state["p_fc2_bias"])))
+
+    def test_exploded_region_reads_placeholders_only(self):
+        names_in = ["x", "linear", "relu"] + WEIGHTS
+        gm, names = self.archive.region_module(["linear", "relu", "linear_1"], names_in, ["linear", "relu", "linear_1"],
+                                               exploded=True)
+        # The inputs keep their names; the copies of nodes whose names the inputs took are renamed by fx
+        # (the engine reads outputs by position).
+        self.assertEqual(placeholders(gm), names_in)
+        self.assertEqual([n.target for n in gm.graph.nodes if n.op == "call_function"],
+                         [torch.ops.aten.linear.default, torch.ops.aten.relu.default, torch.ops.aten.linear.default])
+        for n in gm.graph.nodes:
+            if n.op == "call_function":
+                self.assertTrue(all(a.op == "placeholder" for a in n.all_input_nodes), n.name)
+        relu_in = -self.linear  # not relu(linear): linear_1 must read the input given, not relu's value
+        linear, relu, out = self.call(gm, names, x=self.x, linear=self.linear, relu=relu_in)
+        self.assertTrue(torch.equal(linear, self.linear))
+        self.assertTrue(torch.equal(relu, self.linear.relu()))
+        self.assertTrue(torch.equal(out, torch.nn.functional.linear(relu_in, self.state["p_fc2_weight"], self.state["p_fc2_bias"])))
+
+    def test_exploded_input_may_be_an_output(self):
+        gm, _ = self.archive.region_module(["relu"], ["linear"], ["linear", "relu"], exploded=True)
+        self.assertEqual(outputs(gm), ["linear", "relu"])
+
+    def test_bad_regions_are_bad_requests(self):
+        r = self.archive.region_module
+        self.assertEqual(failure(self, lambda: r(["nope"], [], [])), ("bad_request", "node 'nope' is not in the archive's graph"))
+        self.assertEqual(failure(self, lambda: r(["relu"], ["zz"], [])), ("bad_request", "input 'zz' is not in the archive's graph"))
+        self.assertEqual(failure(self, lambda: r(["relu"], ["linear"], ["zz"])),
+                         ("bad_request", "output 'zz' is not in the archive's graph"))
+        self.assertEqual(failure(self, lambda: r(["relu"], ["linear"], ["linear_1"])),
+                         ("bad_request", "output 'linear_1' is not defined in the region"))
+        self.assertEqual(failure(self, lambda: r(["linear", "relu"], ["x"], ["relu"])),
+                         ("bad_request", "node 'linear' reads 'p_fc1_weight', which is neither a region input "
+                                         "nor defined in the region"))
+        self.assertEqual(failure(self, lambda: r(["linear", "relu"], ["x"] + WEIGHTS, ["relu"], exploded=True)),
+                         ("bad_request", "node 'relu' reads 'linear', which is neither a region input "))
+
+    def test_region_inputs_fill_weights_and_refuse_what_is_missing(self):
+        path = os.path.join(TMP, "inputs.pt")
+        torch.save((("x", self.x), ("n", 3)), path)
+        x, w, n = self.archive.region_inputs(path, ["x", "p_fc1_weight", "n"])
+        self.assertTrue(torch.equal(x, self.x) and w is self.state["p_fc1_weight"])
+        self.assertEqual(n, 3)
+        self.assertEqual(failure(self, lambda: self.archive.region_inputs(path, ["y"])),
+                         ("bad_request", "no value for region input 'y'"))
+        bad = os.path.join(TMP, "bad.pt")
+        with open(bad, "w") as f:
+            f.write("not a torch.save file")
+        kind, message = failure(self, lambda: self.archive.region_inputs(bad, ["x"]))
+        self.assertEqual(kind, "bad_request")
+        self.assertTrue(message.startswith(f"cannot read inputs {bad}: "), message)
+
+    def test_baked_devices_follow_the_device_asked(self):
+        ep = torch.export.export(WithFactory(), (torch.randn(4),))
+        by_name = {n.name: n for n in ep.graph_module.graph.nodes}
+        factory = next(n.name for n in ep.graph.nodes if n.op == "call_function" and "device" in n.kwargs)
+        user_input = next(n.name for n in ep.graph.nodes if n.op == "placeholder")
+        nodes = ops(ep.graph_module)
+        for device, expected in ((None, torch.device("cpu")), ("meta", torch.device("meta"))):
+            gm, _ = region_module(ep.graph_module, by_name, nodes, [user_input], [nodes[-1]], device=device)
+            self.assertEqual(next(n for n in gm.graph.nodes if n.name == factory).kwargs["device"], expected)
+
+    def test_fused_attention_becomes_math_attention(self):
+        flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+        g = torch.fx.Graph()
+        q, k, v = g.placeholder("q"), g.placeholder("k"), g.placeholder("v")
+        attention = g.call_function(flash, (q, k, v))
+        attention.name = "attention"
+        out = g.call_function(operator.getitem, (attention, 0))
+        g.output((out,))
+        renamed = attention_on_cpu(g, {flash._schema.name})
+        self.assertEqual(list(renamed), ["attention"])
+        self.assertIs(renamed["attention"].target, math_attention)
+        gen = torch.Generator().manual_seed(2)
+        qkv = [torch.randn(2, 3, 4, 5, generator=gen) for _ in range(3)]
+        (got,) = torch.fx.GraphModule(torch.nn.Module(), g)(*qkv)
+        expected = torch.ops.aten._scaled_dot_product_attention_math.default(*qkv)[0]
+        self.assertTrue(torch.equal(got, expected))
+
+    def test_fused_attention_read_beyond_its_output_is_refused(self):
+        flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+        g = torch.fx.Graph()
+        q, k, v = g.placeholder("q"), g.placeholder("k"), g.placeholder("v")
+        attention = g.call_function(flash, (q, k, v))
+        lse = g.call_function(operator.getitem, (attention, 1))
+        g.output((g.call_function(torch.ops.aten.exp.default, (lse,)),))
+        kind, message = failure(self, lambda: attention_on_cpu(g, {flash._schema.name}))
+        self.assertEqual(kind, "load_failed")
+        self.assertIn("reads output 1 of the CUDA-only fused attention", message)
+
+    def test_math_attention_keeps_the_fused_kernels_strides(self):
+        gen = torch.Generator().manual_seed(3)
+        q, k, v = (torch.randn(2, 3, 4, 5, generator=gen) for _ in range(3))
+        stride = (60, 5, 15, 1)  # (batch, seq, head, dim) in memory, as the fused kernels lay it out
+        out, none = math_attention(q, k, v, None, 0.0, False, None, False, stride, 2)
+        self.assertEqual(out.stride(), stride)
+        self.assertIsNone(none)
+        self.assertTrue(torch.equal(out, torch.ops.aten._scaled_dot_product_attention_math.default(q, k, v)[0]))
+
+
+class Handler:
+    """A protocol handler for the loop's tests."""
+
+    def hello(self, req):
+        return {"protocol": 1}
+
+    def load(self, req):
+        raise Failure("load_failed", "no such archive\nsecond line", details="the whole story")
+
+    def compile(self, req):
+        raise ValueError("boom\nmore")
+
+    def forget(self, req):
+        return None
+
+    def secret(self, req):  # not a protocol op: never called
+        raise AssertionError("called")
+
+
+def exchange(handler, *requests):
+    """Replies (seconds checked and dropped) and stderr of serve() on in-memory files."""
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in requests]
+    replies, log = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(log):
+        serve(handler, requests=io.StringIO("".join(line + "\n" for line in lines)), replies=replies)
+    result = []
+    for line in replies.getvalue().splitlines():
+        reply = json.loads(line)
+        assert isinstance(reply.pop("seconds"), float)
+        result.append(reply)
+    return result, log.getvalue()
+
+
+class ProtocolTest(unittest.TestCase):
+    def test_hello_and_shutdown(self):
+        got, _ = exchange(Worker(), {"id": 1, "op": "hello"}, {"id": 2, "op": "shutdown"}, {"id": 3, "op": "hello"})
+        self.assertEqual(len(got), 2)  # nothing after shutdown
+        self.assertEqual(got[0]["protocol"], 1)
+        self.assertEqual(got[0]["worker"], "inductor")
+        self.assertEqual(got[0]["cache_dir"], os.environ["TORCHINDUCTOR_CACHE_DIR"])
+        self.assertEqual(got[1], {"id": 2, "ok": True})
+
+    def test_unknown_op_is_a_bad_request_with_the_same_id(self):
+        got, _ = exchange(Handler(), {"id": 7, "op": "frobnicate"}, {"id": 8, "op": "secret"}, {"id": 9, "op": "run"})
+        for reply, op in zip(got, ("frobnicate", "secret", "run")):
+            self.assertEqual(reply, {"id": reply["id"], "ok": False, "error": "bad_request", "message": f"unknown op '{op}'"})
+        self.assertEqual([r["id"] for r in got], [7, 8, 9])
+
+    def test_failure_gives_its_kind_and_first_line(self):
+        got, log = exchange(Handler(), {"id": 4, "op": "load"})
+        self.assertEqual(got, [{"id": 4, "ok": False, "error": "load_failed", "message": "no such archive"}])
+        self.assertIn("the whole story", log)  # details go to the log, not the reply
+
+    def test_a_bug_is_a_worker_error_with_its_traceback_logged(self):
+        got, log = exchange(Handler(), {"id": 5, "op": "compile"})
+        self.assertEqual(got, [{"id": 5, "ok": False, "error": "worker_error", "message": "ValueError: boom"}])
+        self.assertIn("Traceback", log)
+
+    def test_lines_that_are_not_json_blank_lines_and_empty_replies(self):
+        got, _ = exchange(Handler(), "not json", "", "   ", {"id": 6, "op": "forget"})
+        self.assertEqual(got, [{"ok": False, "error": "worker_error",
+                                "message": "JSONDecodeError: Expecting value: line 1 column 1 (char 0)"},
+                               {"id": 6, "ok": True}])
+
+    def test_a_dict_of_callables_is_a_handler(self):
+        got, _ = exchange({"hello": lambda req: {"protocol": 1, "echo": req["id"]}}, {"id": 3, "op": "hello"})
+        self.assertEqual(got, [{"id": 3, "protocol": 1, "echo": 3, "ok": True}])
+
+    def test_worker_requests_out_of_order(self):
+        got, _ = exchange(Worker(), {"id": 1, "op": "compile", "region": "g"}, {"id": 2, "op": "export"},
+                          {"id": 3, "op": "run", "region": "g"}, {"id": 4, "op": "forget", "region": "g"},
+                          {"id": 5, "op": "load", "archive": ARCHIVE, "device": "cpu",
+                           "op_libraries": ["/nonexistent/libops.so"]})
+        self.assertEqual([(r["id"], r.get("error"), r.get("message")) for r in got[:4]],
+                         [(1, "bad_request", "compile before load"), (2, "bad_request", "export before load"),
+                          (3, "bad_request", "no compiled region 'g'"), (4, None, None)])
+        self.assertEqual(got[4]["error"], "load_failed")
+        self.assertTrue(got[4]["message"].startswith("--load-library /nonexistent/libops.so: OSError: "), got[4]["message"])
+
+    def test_serve_keeps_stdout_for_the_protocol(self):
+        # A real process: serve() without `replies` points file descriptor 1 at stderr.
+        script = ("import os, sys\nsys.path.insert(0, sys.argv[1])\nfrom pt2diff_worker.protocol import serve\n"
+                  "class H:\n    def hello(self, req):\n        print('noise from a print')\n"
+                  "        os.system('echo noise from a subprocess')\n        return {'protocol': 1}\nserve(H())\n")
+        p = subprocess.run([sys.executable, "-c", script, PYTHON_DIR], capture_output=True, text=True, timeout=60,
+                           input='{"id": 1, "op": "hello"}\n{"id": 2, "op": "shutdown"}\n')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual([json.loads(line)["id"] for line in p.stdout.splitlines()], [1, 2])
+        self.assertIn("noise from a print", p.stderr)
+        self.assertIn("noise from a subprocess", p.stderr)
+
+
+class CliTest(unittest.TestCase):
+    def test_cache_dir_per_cpu_capability(self):
+        self.assertEqual(cli.inductor_cache_dir("/c", ""), "/c")
+        self.assertEqual(cli.inductor_cache_dir("/c", "  "), "/c")
+        self.assertEqual(cli.inductor_cache_dir("/c", None), "/c")
+        self.assertEqual(cli.inductor_cache_dir("/c", " AVX512 "), "/c/aten-cpu-avx512")
+        env = {"ATEN_CPU_CAPABILITY": "default"}
+        self.assertEqual(cli.setup_environment("/c", env), "/c/aten-cpu-default")
+        self.assertEqual(env["TORCHINDUCTOR_CACHE_DIR"], "/c/aten-cpu-default")
+        env = {"ATEN_CPU_CAPABILITY": "avx2", "TORCHINDUCTOR_CACHE_DIR": "/mine"}
+        self.assertEqual(cli.setup_environment("/c", env), "/mine")  # the user's setting wins
+        self.assertEqual(env["TORCHINDUCTOR_CACHE_DIR"], "/mine")
+
+    def test_arguments(self):
+        self.assertEqual(cli.parse_args([]).cache_dir, os.path.expanduser("~/.cache/pt2diff/inductor"))
+        self.assertEqual(cli.parse_args(["--cache-dir", "/x"]).cache_dir, "/x")
+        with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
+            cli.parse_args(["--bogus"])
+
+    def test_imports_have_no_side_effects(self):
+        script = ("import os, sys\nsys.path.insert(0, sys.argv[1])\nsys.argv = ['x', '--bogus']\n"
+                  "import pt2diff_worker, pt2diff_worker.protocol, pt2diff_worker.cli\n"
+                  "print('torch' in sys.modules, 'TORCHINDUCTOR_CACHE_DIR' in os.environ)\n"
+                  "import pt2diff_worker.regions, pt2diff_worker.archive, pt2diff_worker.inductor\n"
+                  "print('stdout is still stdout', 'TORCHINDUCTOR_CACHE_DIR' in os.environ)\n")
+        env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
+        p = subprocess.run([sys.executable, "-c", script, PYTHON_DIR], capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.splitlines(), ["False False", "stdout is still stdout False"])
+
+    def test_launcher_serves_with_the_cache_dir_of_its_capability(self):
+        env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
+        env["ATEN_CPU_CAPABILITY"] = "default"
+        cache = os.path.join(TMP, "launcher-cache")
+        p = subprocess.run([sys.executable, LAUNCHER, "--cache-dir", cache], capture_output=True, text=True, env=env,
+                           timeout=120, input='{"id": 1, "op": "hello"}\n{"id": 2, "op": "shutdown"}\n')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        hello, bye = (json.loads(line) for line in p.stdout.splitlines())
+        self.assertEqual((hello["id"], hello["ok"], hello["protocol"]), (1, True, 1))
+        self.assertEqual(hello["cache_dir"], os.path.join(cache, "aten-cpu-default"))
+        self.assertEqual(bye, {"id": 2, "ok": True, "seconds": 0.0})
+
+    def test_launcher_finds_the_package_installed_next_to_it_and_reexports(self):
+        share = os.path.join(TMP, "prefix", "share", "pt2diff")
+        shutil.copytree(os.path.join(PYTHON_DIR, "pt2diff_worker"), os.path.join(share, "pt2diff_worker"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(LAUNCHER, share)
+        for path, expected in ((os.path.join(share, "inductor_worker.py"), share), (LAUNCHER, PYTHON_DIR)):
+            spec = importlib.util.spec_from_file_location("inductor_worker_under_test", path)
+            module = importlib.util.module_from_spec(spec)
+            saved = list(sys.path)
+            try:
+                spec.loader.exec_module(module)
+                self.assertEqual(sys.path[0], os.path.normpath(expected))
+                self.assertIs(module.Worker, Worker)  # what tests/device/*.py import from the launcher
+                self.assertIs(module.torch_settings, torch_settings)
+            finally:
+                sys.path[:] = saved
+
+
+class SettingsTest(unittest.TestCase):
+    def test_config_values_are_python_literals_or_text(self):
+        cases = {"True": True, "False": False, "None": None, "3": 3, "1e-3": 1e-3, "'x'": "x", "[1, 2]": [1, 2],
+                 "{'a': 1}": {"a": 1}, "max-autotune": "max-autotune", "foo bar": "foo bar", "": "", "x=1": "x=1"}
+        for text, value in cases.items():
+            self.assertEqual(config_value(text), value, text)
+            self.assertEqual(type(config_value(text)), type(value), text)
+
+    def test_torch_settings_are_put_back(self):
+        before = (torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32,
+                  torch.backends.cudnn.allow_tf32)
+        with torch_settings({"matmul_precision": "medium"}):
+            self.assertEqual(torch.get_float32_matmul_precision(), "medium")
+        with torch_settings({"matmul_precision": "highest", "tf32": False}):
+            self.assertEqual(torch.get_float32_matmul_precision(), "highest")
+            self.assertFalse(torch.backends.cuda.matmul.allow_tf32)
+            self.assertFalse(torch.backends.cudnn.allow_tf32)
+        with self.assertRaises(RuntimeError), torch_settings({"matmul_precision": "high"}):
+            raise RuntimeError("in the region")
+        self.assertEqual((torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32,
+                          torch.backends.cudnn.allow_tf32), before)
+
+
+class InductorTest(unittest.TestCase):
+    def test_a_compiled_region_equals_eager_bit_for_bit(self):
+        gen = torch.Generator().manual_seed(4)
+        example, inputs = os.path.join(TMP, "example.pt"), os.path.join(TMP, "run_inputs.pt")
+        torch.save((("x", torch.randn(3, 8, generator=gen)),), example)
+        x = torch.randn(3, 8, generator=gen)
+        torch.save((("x", x),), inputs)
+        out_file = os.path.join(TMP, "outputs.pt")
+        region = {"region": "r", "nodes": ["linear", "relu"], "inputs": ["x", "p_fc1_weight", "p_fc1_bias"],
+                  "outputs": ["relu", "linear"]}
+        got, log = exchange(Worker(), {"id": 1, "op": "load", "archive": ARCHIVE, "model": "m", "device": "cpu"},
+                            {"id": 2, "op": "compile", **region, "exploded": False, "example_inputs": example,
+                             "config": {"fallback_random": "True"}, "settings": {"matmul_precision": "highest"}},
+                            {"id": 3, "op": "run", "region": "r", "inputs": inputs, "outputs_file": out_file, "seed": 1},
+                            {"id": 4, "op": "forget", "region": "r"},
+                            {"id": 5, "op": "run", "region": "r", "inputs": inputs, "outputs_file": out_file})
+        self.assertEqual(got[:4], [{"id": 1, "nodes": 3, "ok": True}, {"id": 2, "ok": True}, {"id": 3, "ok": True},
+                                   {"id": 4, "ok": True}], log)
+        self.assertEqual(got[4], {"id": 5, "ok": False, "error": "bad_request", "message": "no compiled region 'r'"})
+        relu, linear = torch.load(out_file, weights_only=True)
+        archive = Archive.load(ARCHIVE)
+        gm, names = archive.region_module(region["nodes"], region["inputs"], region["outputs"])
+        eager_relu, eager_linear = gm(x, *(archive.state[n] for n in names[1:]))
+        self.assertTrue(torch.equal(linear, eager_linear), (linear - eager_linear).abs().max())
+        self.assertTrue(torch.equal(relu, eager_relu), (relu - eager_relu).abs().max())
+
+    def test_a_bad_config_key_is_a_failed_compile(self):
+        example = os.path.join(TMP, "example_bad_config.pt")
+        torch.save((("linear", torch.ones(3, 16)),), example)
+        w = Worker()
+        w.load({"archive": ARCHIVE})
+        kind, message = failure(self, lambda: w.compile({"region": "r", "nodes": ["relu"], "inputs": ["linear"],
+                                                          "outputs": ["relu"], "example_inputs": example,
+                                                          "config": {"no_such_key": "1"}}))
+        self.assertEqual((kind, message), ("compile_failed", "AttributeError: torch._inductor.config.no_such_key does not exist"))
+
+
+if __name__ == "__main__":
+    unittest.main()
