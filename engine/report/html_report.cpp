@@ -308,17 +308,17 @@ std::string hints_section(const Localization& l) {
   return s + "</section>\n";
 }
 
-std::string profile_section(const DiffResult& r, const std::set<std::string>& culprit) {
-  std::string s = "<section id=\"profile\"><h2>Error profile</h2>\n";
-  if (r.nodes.empty()) return s + "<p class=\"muted\">The graph has no nodes.</p></section>\n";
-  bool any_compiled = false;
-  for (const NodeError& n : r.nodes) any_compiled = any_compiled || n.compiled_local_ulp >= 0;
+// --- the error profile -------------------------------------------------------------------------------
 
-  struct Metric {
-    std::string id, label, axis;
-    std::function<double(const NodeError&)> compiled, local, propagated;
-  };
-  const std::vector<Metric> metrics = {
+/// One metric of the error profile: its tab, its axis and the three values it plots per node.
+struct ProfileMetric {
+  std::string id, label, axis;
+  std::function<double(const NodeError&)> compiled, local, propagated;
+};
+
+/// The two metrics of the switch: max ulp (checked first), then max relative error.
+std::vector<ProfileMetric> profile_metrics() {
+  return {
       {"error-profile", "max ulp", "max error (ulp, log scale)",
        [](const NodeError& n) { return n.compiled_local_ulp >= 0 ? n.compiled_local_ulp : std::nan(""); },
        [](const NodeError& n) { return has_floating(n) ? n.local_ulp : std::nan(""); },
@@ -330,63 +330,90 @@ std::string profile_section(const DiffResult& r, const std::set<std::string>& cu
        [](const NodeError& n) { return worst(n, [](const ValueError& v) { return v.local.max_rel; }); },
        [](const NodeError& n) { return worst(n, [](const ValueError& v) { return v.propagated.max_rel; }); }},
   };
+}
 
+/// The plot's frame: title, axes and size, the same for both metrics.
+PlotOptions profile_plot_options(const ProfileMetric& metric) {
+  PlotOptions o;
+  o.id = metric.id;
+  o.title = "Error per node, in graph order";
+  o.x_label = "node (graph order)";
+  o.y_label = metric.axis;
+  o.log_y = true;
+  o.width = 1130;
+  o.height = 420;
+  return o;
+}
+
+/// The reference lines of metric `m`: 0.5 ulp and an ulp rule on the ulp plot, an allclose tolerance on the other.
+void add_rule_lines(PlotOptions& o, const ToleranceRule& rule, size_t m) {
+  if (m == 0) {
+    o.h_lines.push_back({"0.5 ulp: correctly rounded", 0.5, "#7048e8"});
+    if (rule.kind == ToleranceRule::Kind::Ulp) o.h_lines.push_back({fmt::format("rule: {:g} ulp", rule.max_ulp), rule.max_ulp, "#e8590c"});
+  } else if (rule.kind == ToleranceRule::Kind::Same || rule.kind == ToleranceRule::Kind::Allclose) {
+    o.h_lines.push_back({fmt::format("tol {:g} (allclose rtol)", rule.tol), rule.tol, "#e8590c"});
+  }
+}
+
+/// The panel of metric `m` (0: ulp, 1: relative): one point per node in each series, a band on the culprit.
+std::string profile_panel(const DiffResult& r, const std::set<std::string>& culprit, const ProfileMetric& metric, size_t m,
+                          bool any_compiled) {
+  PlotSeries compiled{"compiled local", kCompiledColor, {}, false, true};
+  PlotSeries local{"eager local", kEagerLocalColor, {}, false, true};
+  PlotSeries propagated{"eager propagated", kPropagatedColor, {}, true, false};
+  PlotOptions o = profile_plot_options(metric);
+  // The culprit band: 0.9 node wide, at most about 24 px of a 1000 px plot.
+  const double half_band = std::min(0.45, 12.0 * static_cast<double>(r.nodes.size()) / 1000);
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    const NodeError& n = r.nodes[i];
+    const double x = static_cast<double>(i);
+    const double c = metric.compiled(n), e = metric.local(n), p = metric.propagated(n);
+    auto fmt_v = [&](double v) { return std::isnan(v) ? std::string("n/a") : m == 0 ? ulp(v) + " ulp" : num(v); };
+    const std::string where = fmt::format("#{} {} ({})", i, n.name, short_op(n.target));
+    compiled.points.emplace_back(x, c);
+    compiled.point_titles.push_back(fmt::format("{}: compiled local {}", where, fmt_v(c)));
+    local.points.emplace_back(x, e);
+    local.point_titles.push_back(fmt::format("{}: eager local {}", where, fmt_v(e)));
+    propagated.points.emplace_back(x, p);
+    propagated.point_titles.push_back(fmt::format("{}: eager propagated {}", where, fmt_v(p)));
+    o.x_ticks.emplace_back(x, n.name);
+    if (culprit.count(n.name)) {
+      o.x_bands.emplace_back(x - half_band, x + half_band);
+      o.x_band_labels.push_back(o.x_band_labels.empty() ? "culprit" : "");
+    }
+  }
+  add_rule_lines(o, r.rule, m);
+  std::vector<PlotSeries> series;
+  if (any_compiled) series.push_back(compiled);
+  series.push_back(local);
+  series.push_back(propagated);
+  return fmt::format("<div class=\"panel panel-{}\"><div class=\"figure\">\n{}</div></div>\n", m == 0 ? "ulp" : "rel", svg_line_plot(series, o));
+}
+
+/// How to read the profile; says so when there is no compiled local error.
+std::string profile_caption(bool any_compiled) {
+  std::string s = "<p class=\"caption\">Local: the node alone, fed with the fp64 values of its inputs rounded to its dtypes "
+                  "(compiled local: the same through the exploded compile). Propagated: the eager run from the graph inputs. "
+                  "Each node's worst value, in ulp of its working precision (the coarsest floating dtype among its inputs and outputs) or "
+                  "relative to fp64; exact results (0) have no point on the log scale. Where the compiled local error equals the eager one, "
+                  "the eager point covers it. ";
+  if (!any_compiled) s += "No compiled local error: the exploded compile did not run. ";
+  return s + "Hover a point for its node.</p>\n";
+}
+
+std::string profile_section(const DiffResult& r, const std::set<std::string>& culprit) {
+  std::string s = "<section id=\"profile\"><h2>Error profile</h2>\n";
+  if (r.nodes.empty()) return s + "<p class=\"muted\">The graph has no nodes.</p></section>\n";
+  bool any_compiled = false;
+  for (const NodeError& n : r.nodes) any_compiled = any_compiled || n.compiled_local_ulp >= 0;
+  const std::vector<ProfileMetric> metrics = profile_metrics();
+  // The metric switch: a radio button per metric, then the panels it shows (CSS, no script).
   s += "<div class=\"tabs\">\n";
   for (size_t m = 0; m < metrics.size(); ++m)
     s += fmt::format("<input type=\"radio\" name=\"metric\" id=\"{0}\"{1}><label for=\"{0}\">{2}</label>\n", m == 0 ? "metric-ulp" : "metric-rel",
                      m == 0 ? " checked" : "", metrics[m].label);
-  for (size_t m = 0; m < metrics.size(); ++m) {
-    const Metric& metric = metrics[m];
-    PlotSeries compiled{"compiled local", kCompiledColor, {}, false, true};
-    PlotSeries local{"eager local", kEagerLocalColor, {}, false, true};
-    PlotSeries propagated{"eager propagated", kPropagatedColor, {}, true, false};
-    PlotOptions o;
-    o.id = metric.id;
-    o.title = "Error per node, in graph order";
-    o.x_label = "node (graph order)";
-    o.y_label = metric.axis;
-    o.log_y = true;
-    o.width = 1130;
-    o.height = 420;
-    // The culprit band: 0.9 node wide, at most about 24 px of a 1000 px plot.
-    const double half_band = std::min(0.45, 12.0 * static_cast<double>(r.nodes.size()) / 1000);
-    for (size_t i = 0; i < r.nodes.size(); ++i) {
-      const NodeError& n = r.nodes[i];
-      const double x = static_cast<double>(i);
-      const double c = metric.compiled(n), e = metric.local(n), p = metric.propagated(n);
-      auto fmt_v = [&](double v) { return std::isnan(v) ? std::string("n/a") : m == 0 ? ulp(v) + " ulp" : num(v); };
-      const std::string where = fmt::format("#{} {} ({})", i, n.name, short_op(n.target));
-      compiled.points.emplace_back(x, c);
-      compiled.point_titles.push_back(fmt::format("{}: compiled local {}", where, fmt_v(c)));
-      local.points.emplace_back(x, e);
-      local.point_titles.push_back(fmt::format("{}: eager local {}", where, fmt_v(e)));
-      propagated.points.emplace_back(x, p);
-      propagated.point_titles.push_back(fmt::format("{}: eager propagated {}", where, fmt_v(p)));
-      o.x_ticks.emplace_back(x, n.name);
-      if (culprit.count(n.name)) {
-        o.x_bands.emplace_back(x - half_band, x + half_band);
-        o.x_band_labels.push_back(o.x_band_labels.empty() ? "culprit" : "");
-      }
-    }
-    if (m == 0) {
-      o.h_lines.push_back({"0.5 ulp: correctly rounded", 0.5, "#7048e8"});
-      if (r.rule.kind == ToleranceRule::Kind::Ulp) o.h_lines.push_back({fmt::format("rule: {:g} ulp", r.rule.max_ulp), r.rule.max_ulp, "#e8590c"});
-    } else if (r.rule.kind == ToleranceRule::Kind::Same || r.rule.kind == ToleranceRule::Kind::Allclose) {
-      o.h_lines.push_back({fmt::format("tol {:g} (allclose rtol)", r.rule.tol), r.rule.tol, "#e8590c"});
-    }
-    std::vector<PlotSeries> series;
-    if (any_compiled) series.push_back(compiled);
-    series.push_back(local);
-    series.push_back(propagated);
-    s += fmt::format("<div class=\"panel panel-{}\"><div class=\"figure\">\n{}</div></div>\n", m == 0 ? "ulp" : "rel", svg_line_plot(series, o));
-  }
-  s += "</div>\n<p class=\"caption\">Local: the node alone, fed with the fp64 values of its inputs rounded to its dtypes "
-       "(compiled local: the same through the exploded compile). Propagated: the eager run from the graph inputs. "
-       "Each node's worst value, in ulp of its working precision (the coarsest floating dtype among its inputs and outputs) or "
-       "relative to fp64; exact results (0) have no point on the log scale. Where the compiled local error equals the eager one, "
-       "the eager point covers it. ";
-  if (!any_compiled) s += "No compiled local error: the exploded compile did not run. ";
-  s += "Hover a point for its node.</p>\n";
+  for (size_t m = 0; m < metrics.size(); ++m) s += profile_panel(r, culprit, metrics[m], m, any_compiled);
+  s += "</div>\n" + profile_caption(any_compiled);
   return s + "</section>\n";
 }
 
@@ -402,105 +429,143 @@ struct DagItem {
   double x = 0, y = 0;
 };
 
-std::string dag_section(const DiffResult& r, const Program& program) {
-  const Localization& l = *r.localization;
-  const Graph& g = program.ir.graph;
-  std::string s = "<section id=\"neighbourhood\"><h2>Neighbourhood of the culprit</h2>\n";
+/// A value flowing between two drawn items.
+struct DagEdge {
+  size_t from, to;
+  ValueId value;
+  std::vector<size_t> via = {};  // dummy items, one per layer crossed
+};
+
+/// Pieces of edges between consecutive layers (through the dummies): what the ordering looks at.
+using DagSegments = std::vector<std::pair<size_t, size_t>>;
+
+/// The culprit's producers and consumers (hop < 0 and > 0; the culprit 0) and the graph inputs among its producers.
+struct Neighbourhood {
+  std::map<NodeId, int> nodes;
+  std::map<ValueId, int> inputs;
+  int hops = 0;
+};
+
+/// The drawing: every item with its layer and position, and the edges between them.
+struct DagLayout {
+  std::vector<DagItem> items;
+  std::vector<DagEdge> edges;
+  int layers = 0;
+  double width = 0, height = 0;
+};
+
+constexpr double kBoxW = 200, kBoxH = 56, kGapX = 22, kGapY = 46, kPad = 16, kDummyW = 12;
+
+/// The culprit's nodes in the graph (names the graph does not have are left out).
+std::set<NodeId> culprit_node_ids(const Graph& g, const Localization& l) {
   std::map<std::string, NodeId> by_name;
   for (const Node& n : g.nodes()) by_name[n.name] = n.id;
   std::set<NodeId> culprit;
   for (const std::string& name : l.culprit.nodes)
     if (auto it = by_name.find(name); it != by_name.end()) culprit.insert(it->second);
-  if (culprit.empty()) return s + "<p class=\"muted\">No culprit node to draw.</p></section>\n";
-  const std::set<std::string> suspects(l.exploded_suspects.begin(), l.exploded_suspects.end());
-  std::map<std::string, const NodeError*> errors;
-  for (const NodeError& n : r.nodes) errors[n.name] = &n;
+  return culprit;
+}
 
-  // Producers and consumers up to `hops` away; graph inputs count as a hop on the producer side.
-  auto collect = [&](int hops, std::map<NodeId, int>& nodes, std::map<ValueId, int>& inputs) {
-    nodes.clear();
-    inputs.clear();
-    for (NodeId c : culprit) nodes[c] = 0;
-    std::vector<NodeId> frontier(culprit.begin(), culprit.end());
-    for (int hop = 1; hop <= hops; ++hop) {
-      std::vector<NodeId> next;
-      for (NodeId n : frontier)
-        for (ValueId v : g.node(n).input_values()) {
-          const NodeId p = g.value(v).producer;
-          if (p == kGraphInput) {
-            if (g.value(v).kind == ValueKind::Tensor && !inputs.count(v)) inputs[v] = hop;
-          } else if (!nodes.count(p)) {
-            nodes[p] = -hop;
-            next.push_back(p);
-          }
+/// Producers up to `nb.hops` away; graph inputs (tensors) count as a hop on the producer side.
+void add_producers(const Graph& g, const std::set<NodeId>& culprit, Neighbourhood& nb) {
+  std::vector<NodeId> frontier(culprit.begin(), culprit.end());
+  for (int hop = 1; hop <= nb.hops; ++hop) {
+    std::vector<NodeId> next;
+    for (NodeId n : frontier)
+      for (ValueId v : g.node(n).input_values()) {
+        const NodeId p = g.value(v).producer;
+        if (p == kGraphInput) {
+          if (g.value(v).kind == ValueKind::Tensor && !nb.inputs.count(v)) nb.inputs[v] = hop;
+        } else if (!nb.nodes.count(p)) {
+          nb.nodes[p] = -hop;
+          next.push_back(p);
         }
-      frontier = next;
-    }
-    frontier.assign(culprit.begin(), culprit.end());
-    for (int hop = 1; hop <= hops; ++hop) {
-      std::vector<NodeId> next;
-      for (NodeId n : frontier)
-        for (ValueId v : g.node(n).output_values())
-          for (NodeId u : g.value(v).users)
-            if (!nodes.count(u)) nodes[u] = hop, next.push_back(u);
-      frontier = next;
-    }
-  };
-  std::map<NodeId, int> nodes;
-  std::map<ValueId, int> inputs;
-  int hops = 2;
-  collect(hops, nodes, inputs);
-  constexpr size_t kMaxItems = 40;
-  if (nodes.size() + inputs.size() > kMaxItems) collect(hops = 1, nodes, inputs);
+      }
+    frontier = next;
+  }
+}
 
-  // Items, in topological order: graph inputs, then nodes by id.
-  std::vector<DagItem> items;
+/// Consumers up to `nb.hops` away (nodes already drawn as producers stay producers).
+void add_consumers(const Graph& g, const std::set<NodeId>& culprit, Neighbourhood& nb) {
+  std::vector<NodeId> frontier(culprit.begin(), culprit.end());
+  for (int hop = 1; hop <= nb.hops; ++hop) {
+    std::vector<NodeId> next;
+    for (NodeId n : frontier)
+      for (ValueId v : g.node(n).output_values())
+        for (NodeId u : g.value(v).users)
+          if (!nb.nodes.count(u)) nb.nodes[u] = hop, next.push_back(u);
+    frontier = next;
+  }
+}
+
+/// Producers and consumers up to `hops` away from the culprit.
+Neighbourhood collect_neighbourhood(const Graph& g, const std::set<NodeId>& culprit, int hops) {
+  Neighbourhood nb;
+  nb.hops = hops;
+  for (NodeId c : culprit) nb.nodes[c] = 0;
+  add_producers(g, culprit, nb);
+  add_consumers(g, culprit, nb);
+  return nb;
+}
+
+/// Two hops around the culprit, or one where two would draw too many items.
+Neighbourhood neighbourhood(const Graph& g, const std::set<NodeId>& culprit) {
+  constexpr size_t kMaxItems = 40;
+  Neighbourhood nb = collect_neighbourhood(g, culprit, 2);
+  if (nb.nodes.size() + nb.inputs.size() > kMaxItems) nb = collect_neighbourhood(g, culprit, 1);
+  return nb;
+}
+
+/// Items in topological order (graph inputs, then nodes by id) and the edges: every value flowing between two of them.
+DagLayout dag_items(const Graph& g, const Neighbourhood& nb) {
+  DagLayout d;
   std::map<ValueId, size_t> input_item;
   std::map<NodeId, size_t> node_item;
-  for (const auto& [v, hop] : inputs) input_item[v] = items.size(), items.push_back({.is_input = true, .id = v, .hop = hop});
-  for (const auto& [n, hop] : nodes) node_item[n] = items.size(), items.push_back({.is_input = false, .id = n, .hop = hop});
-
-  // Edges: every value flowing between two drawn items.
-  struct Edge {
-    size_t from, to;
-    ValueId value;
-    std::vector<size_t> via = {};  // dummy items, one per layer crossed
-  };
-  std::vector<Edge> edges;
+  for (const auto& [v, hop] : nb.inputs) input_item[v] = d.items.size(), d.items.push_back({.is_input = true, .id = v, .hop = hop});
+  for (const auto& [n, hop] : nb.nodes) node_item[n] = d.items.size(), d.items.push_back({.is_input = false, .id = n, .hop = hop});
   for (const auto& [n, index] : node_item)
     for (ValueId v : g.node(n).input_values()) {
       const NodeId p = g.value(v).producer;
       if (p == kGraphInput) {
-        if (auto it = input_item.find(v); it != input_item.end()) edges.push_back({it->second, index, v});
+        if (auto it = input_item.find(v); it != input_item.end()) d.edges.push_back({it->second, index, v});
       } else if (auto it = node_item.find(p); it != node_item.end()) {
-        edges.push_back({it->second, index, v});
+        d.edges.push_back({it->second, index, v});
       }
     }
+  return d;
+}
 
-  // Layers: longest path from the top among drawn items; a graph input sits just above its first consumer.
+/// Layers: longest path from the top among drawn nodes; a graph input sits just above its first consumer.
+/// Returns how many layers there are.
+int assign_layers(std::vector<DagItem>& items, const std::vector<DagEdge>& edges) {
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].is_input) continue;
     int layer = 0;
-    for (const Edge& e : edges)
+    for (const DagEdge& e : edges)
       if (e.to == i && !items[e.from].is_input) layer = std::max(layer, items[e.from].layer + 1);
     items[i].layer = layer;
   }
   bool shift = false;
-  for (auto& [v, index] : input_item) {
+  for (size_t i = 0; i < items.size(); ++i) {  // the inputs come first, in the order of their ids
+    if (!items[i].is_input) continue;
     int layer = 1 << 20;
-    for (const Edge& e : edges)
-      if (e.from == index) layer = std::min(layer, items[e.to].layer - 1);
-    items[index].layer = layer;
+    for (const DagEdge& e : edges)
+      if (e.from == i) layer = std::min(layer, items[e.to].layer - 1);
+    items[i].layer = layer;
     shift = shift || layer < 0;
   }
   if (shift)
     for (DagItem& it : items) ++it.layer;
   int layers = 0;
   for (const DagItem& it : items) layers = std::max(layers, it.layer + 1);
-  // An edge spanning several layers gets a dummy item in each layer it crosses (Sugiyama): the ordering
-  // below places it like a node, so the edge runs between boxes instead of through them.
-  std::vector<std::pair<size_t, size_t>> segments;  // consecutive layers only
-  for (Edge& e : edges) {
+  return layers;
+}
+
+/// An edge spanning several layers gets a dummy item in each layer it crosses (Sugiyama): the ordering
+/// places it like a node, so the edge runs between boxes instead of through them. Returns the segments.
+DagSegments add_dummies(std::vector<DagItem>& items, std::vector<DagEdge>& edges) {
+  DagSegments segments;  // consecutive layers only
+  for (DagEdge& e : edges) {
     size_t prev = e.from;
     for (int layer = items[e.from].layer + 1; layer < items[e.to].layer; ++layer) {
       DagItem d;
@@ -513,54 +578,85 @@ std::string dag_section(const DiffResult& r, const Program& program) {
     }
     segments.emplace_back(prev, e.to);
   }
+  return segments;
+}
+
+/// Each item's order: its index in its row.
+void number_rows(std::vector<DagItem>& items, const std::vector<std::vector<size_t>>& by_layer) {
+  for (const auto& row : by_layer)
+    for (size_t k = 0; k < row.size(); ++k) items[row[k]].order = static_cast<double>(k);
+}
+
+/// One sweep of barycentres, down or up: each row sorted by the mean order of its neighbours in the row before.
+void barycentre_sweep(std::vector<DagItem>& items, std::vector<std::vector<size_t>>& by_layer, const DagSegments& segments, bool down) {
+  const int layers = static_cast<int>(by_layer.size());
+  for (int li = down ? 1 : layers - 2; down ? li < layers : li >= 0; li += down ? 1 : -1) {
+    auto& row = by_layer[static_cast<size_t>(li)];
+    std::map<size_t, double> bary;
+    for (size_t i : row) {
+      double sum = 0;
+      int count = 0;
+      for (const auto& [from, to] : segments) {
+        const size_t other = down ? from : to, self = down ? to : from;
+        if (self == i) sum += items[other].order, ++count;
+      }
+      bary[i] = count ? sum / count : items[i].order;
+    }
+    std::stable_sort(row.begin(), row.end(), [&](size_t a, size_t b) { return bary[a] < bary[b]; });
+    for (size_t k = 0; k < row.size(); ++k) items[row[k]].order = static_cast<double>(k);
+  }
+}
+
+/// The items of each layer, in the order that uncrosses edges: two sweeps of barycentres (down, then up, then down again).
+std::vector<std::vector<size_t>> order_layers(std::vector<DagItem>& items, int layers, const DagSegments& segments) {
   std::vector<std::vector<size_t>> by_layer(static_cast<size_t>(layers));
   for (size_t i = 0; i < items.size(); ++i) by_layer[static_cast<size_t>(items[i].layer)].push_back(i);
-  for (auto& row : by_layer)
-    for (size_t k = 0; k < row.size(); ++k) items[row[k]].order = static_cast<double>(k);
-  // Two sweeps of barycentres (down, then up) to uncross edges.
-  auto sweep = [&](bool down) {
-    for (int li = down ? 1 : layers - 2; down ? li < layers : li >= 0; li += down ? 1 : -1) {
-      auto& row = by_layer[static_cast<size_t>(li)];
-      std::map<size_t, double> bary;
-      for (size_t i : row) {
-        double sum = 0;
-        int count = 0;
-        for (const auto& [from, to] : segments) {
-          const size_t other = down ? from : to, self = down ? to : from;
-          if (self == i) sum += items[other].order, ++count;
-        }
-        bary[i] = count ? sum / count : items[i].order;
-      }
-      std::stable_sort(row.begin(), row.end(), [&](size_t a, size_t b) { return bary[a] < bary[b]; });
-      for (size_t k = 0; k < row.size(); ++k) items[row[k]].order = static_cast<double>(k);
-    }
-  };
-  sweep(true);
-  sweep(false);
-  sweep(true);
+  number_rows(items, by_layer);
+  barycentre_sweep(items, by_layer, segments, true);
+  barycentre_sweep(items, by_layer, segments, false);
+  barycentre_sweep(items, by_layer, segments, true);
+  return by_layer;
+}
 
-  constexpr double kW = 200, kH = 56, kGapX = 22, kGapY = 46, kPad = 16, kDummyW = 12;
-  auto item_w = [&](const DagItem& it) { return it.dummy ? kDummyW : kW; };
-  auto row_width = [&](const std::vector<size_t>& row) {
-    double w = 0;
-    for (size_t i : row) w += item_w(items[i]);
-    return w + kGapX * static_cast<double>(row.empty() ? 0 : row.size() - 1);
-  };
+double item_width(const DagItem& it) { return it.dummy ? kDummyW : kBoxW; }
+
+/// The width of a row: its items and the gaps between them.
+double row_width(const std::vector<DagItem>& items, const std::vector<size_t>& row) {
+  double w = 0;
+  for (size_t i : row) w += item_width(items[i]);
+  return w + kGapX * static_cast<double>(row.empty() ? 0 : row.size() - 1);
+}
+
+/// Positions: each row centred, layers top to bottom; the drawing's size from the widest row.
+void place_items(DagLayout& d, const std::vector<std::vector<size_t>>& by_layer) {
   double widest = 0;
-  for (const auto& row : by_layer) widest = std::max(widest, row_width(row));
-  const double width = std::max(480.0, widest + 2 * kPad);
-  const double height = static_cast<double>(layers) * (kH + kGapY) - kGapY + 2 * kPad;
+  for (const auto& row : by_layer) widest = std::max(widest, row_width(d.items, row));
+  d.width = std::max(480.0, widest + 2 * kPad);
+  d.height = static_cast<double>(d.layers) * (kBoxH + kGapY) - kGapY + 2 * kPad;
   for (const auto& row : by_layer) {
-    double x = (width - row_width(row)) / 2;
+    double x = (d.width - row_width(d.items, row)) / 2;
     for (size_t i : row) {
-      items[i].x = x;
-      items[i].y = kPad + items[i].layer * (kH + kGapY);
-      x += item_w(items[i]) + kGapX;
+      d.items[i].x = x;
+      d.items[i].y = kPad + d.items[i].layer * (kBoxH + kGapY);
+      x += item_width(d.items[i]) + kGapX;
     }
   }
+}
 
-  auto clip = [](const std::string& t, size_t n) { return t.size() <= n ? t : t.substr(0, n - 1) + "\u2026"; };
-  std::string svg = fmt::format(
+/// The neighbourhood laid out in layers (Sugiyama style: layers, dummies, barycentre ordering, placement).
+DagLayout dag_layout(const Graph& g, const Neighbourhood& nb) {
+  DagLayout d = dag_items(g, nb);
+  d.layers = assign_layers(d.items, d.edges);
+  const DagSegments segments = add_dummies(d.items, d.edges);
+  place_items(d, order_layers(d.items, d.layers, segments));
+  return d;
+}
+
+std::string clip(const std::string& t, size_t n) { return t.size() <= n ? t : t.substr(0, n - 1) + "\u2026"; }
+
+/// The <svg> element's opening: size, title, arrow markers and the white background.
+std::string dag_svg_open(const DagLayout& d, int hops) {
+  return fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"culprit-dag\" width=\"{0:.0f}\" height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} {1:.0f}\" role=\"img\" "
       "font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif\" font-size=\"11\">\n"
       "<title>The culprit with its producers and consumers up to {2} hops</title>\n"
@@ -569,94 +665,159 @@ std::string dag_section(const DiffResult& r, const Program& program) {
       "<marker id=\"dag-arrow-hot\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">"
       "<path d=\"M0 0L10 5L0 10z\" fill=\"#b42318\"/></marker></defs>\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n",
-      width, height, hops);
-  for (const Edge& e : edges) {
-    const DagItem &a = items[e.from], &b = items[e.to];
-    // Down through each dummy (straight), a curve between layers.
-    std::string d = fmt::format("M{:.1f} {:.1f}", a.x + kW / 2, a.y + kH);
-    double cx = a.x + kW / 2, cy = a.y + kH;
-    auto curve_to = [&](double x2, double y2) {
-      const double dy = (y2 - cy) / 2;
-      d += fmt::format("C{:.1f} {:.1f} {:.1f} {:.1f} {:.1f} {:.1f}", cx, cy + dy, x2, y2 - dy, x2, y2);
-      cx = x2;
-      cy = y2;
-    };
-    for (size_t v : e.via) {
-      const DagItem& dummy = items[v];
-      curve_to(dummy.x + kDummyW / 2, dummy.y);
-      d += fmt::format("L{:.1f} {:.1f}", cx, dummy.y + kH);
-      cy = dummy.y + kH;
-    }
-    curve_to(b.x + kW / 2, b.y - 1);
+      d.width, d.height, hops);
+}
+
+/// An edge's path data: down through each dummy (straight), a curve between layers.
+std::string edge_path(const std::vector<DagItem>& items, const DagEdge& e) {
+  const DagItem &a = items[e.from], &b = items[e.to];
+  std::string d = fmt::format("M{:.1f} {:.1f}", a.x + kBoxW / 2, a.y + kBoxH);
+  double cx = a.x + kBoxW / 2, cy = a.y + kBoxH;
+  auto curve_to = [&](double x2, double y2) {
+    const double dy = (y2 - cy) / 2;
+    d += fmt::format("C{:.1f} {:.1f} {:.1f} {:.1f} {:.1f} {:.1f}", cx, cy + dy, x2, y2 - dy, x2, y2);
+    cx = x2;
+    cy = y2;
+  };
+  for (size_t v : e.via) {
+    const DagItem& dummy = items[v];
+    curve_to(dummy.x + kDummyW / 2, dummy.y);
+    d += fmt::format("L{:.1f} {:.1f}", cx, dummy.y + kBoxH);
+    cy = dummy.y + kBoxH;
+  }
+  curve_to(b.x + kBoxW / 2, b.y - 1);
+  return d;
+}
+
+/// Every edge as a <path> with its value as hover text; edges into or out of the culprit in red.
+std::string dag_edges_svg(const Graph& g, const DagLayout& d, const std::set<NodeId>& culprit) {
+  std::string svg;
+  for (const DagEdge& e : d.edges) {
+    const DagItem &a = d.items[e.from], &b = d.items[e.to];
     const bool hot = (!a.is_input && culprit.count(a.id)) || culprit.count(b.id);
     const Value& v = g.value(e.value);
     const std::string title = v.meta ? fmt::format("{}: {}{}", v.name, dtype_name(v.meta->dtype), v.meta->shape_str()) : v.name;
-    svg += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" marker-end=\"url(#{})\"><title>{}</title></path>\n", d,
-                       hot ? "#b42318" : "#8c959f", hot ? 1.6 : 1.2, hot ? "dag-arrow-hot" : "dag-arrow", esc(title));
+    svg += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" marker-end=\"url(#{})\"><title>{}</title></path>\n",
+                       edge_path(d.items, e), hot ? "#b42318" : "#8c959f", hot ? 1.6 : 1.2, hot ? "dag-arrow-hot" : "dag-arrow", esc(title));
   }
-  std::map<ValueId, std::string> input_roles;
+  return svg;
+}
+
+/// What a box shows (three lines), its hover text and its style.
+struct DagBox {
+  std::string name, line2, line3, title, fill = "#ffffff", stroke = "#8c959f", extra;
+  double rx = 6, stroke_w = 1.2;
+};
+
+/// Each graph input's kind (user input, parameter, buffer, ...), by value.
+std::map<ValueId, std::string> input_roles(const Program& program) {
+  std::map<ValueId, std::string> roles;
   for (const InputSpec& spec : program.ir.input_specs)
-    for (ValueId v : spec.arg.tensor_values()) input_roles[v] = std::string(input_kind_name(spec.kind));
-  for (const DagItem& it : items) {
-    if (it.dummy) continue;
-    std::string name, line2, line3, title, fill = "#ffffff", stroke = "#8c959f", extra;
-    double rx = 6, stroke_w = 1.2;
-    if (it.is_input) {
-      const Value& v = g.value(it.id);
-      name = v.name;
-      line2 = input_roles.count(it.id) ? input_roles[it.id] : "graph input";
-      if (v.meta) line3 = fmt::format("{}{}", dtype_name(v.meta->dtype), v.meta->shape_str());
-      title = fmt::format("{} ({})\n{}", v.name, line2, line3);
-      fill = "#f1f3f5";
-      stroke = "#adb5bd";
-      rx = kH / 2;
-    } else {
-      const Node& n = g.node(it.id);
-      name = n.name;
-      line2 = short_op(n.target);
-      const NodeError* err = errors.count(n.name) ? errors[n.name] : nullptr;
-      if (err && has_floating(*err))
-        line3 = err->compiled_local_ulp >= 0 ? fmt::format("ulp: comp {} \u00b7 eager {}", ulp(err->compiled_local_ulp), ulp(err->local_ulp))
-                                             : fmt::format("ulp: eager {}", ulp(err->local_ulp));
-      bool output = false;
-      for (ValueId v : n.output_values()) output = output || g.value(v).is_graph_output;
-      title = fmt::format("{} = {}\n{}{}{}", n.name, n.target, n.source.user_frame(),
-                          n.source.module_path().empty() ? "" : "\nmodule: " + n.source.module_path(),
-                          line3.empty() ? "" : "\nlocal error, " + line3);
-      if (culprit.count(it.id)) {
-        fill = "#fdecea";
-        stroke = "#b42318";
-        stroke_w = 2.2;
-      } else if (suspects.count(n.name)) {
-        stroke = "#e8590c";
-        stroke_w = 1.8;
-        extra = " stroke-dasharray=\"5 3\"";
-      }
-      if (output) line2 += "  \u2192 output";
-    }
-    svg += fmt::format("<g class=\"dag-node{}\"><title>{}</title>", !it.is_input && culprit.count(it.id) ? " culprit" : "", esc(title));
-    svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" rx=\"{}\" fill=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{}/>", it.x,
-                       it.y, kW, kH, rx, fill, stroke, stroke_w, extra);
-    const double cx = it.x + kW / 2;
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"12\" font-weight=\"600\" fill=\"{}\">{}</text>", cx,
-                       it.y + 18, !it.is_input && culprit.count(it.id) ? "#8a1c12" : "#1f2328", esc(clip(name, 25)));
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#59636e\" font-family=\"ui-monospace, Menlo, Consolas, monospace\" "
-                       "font-size=\"10.5\">{}</text>",
-                       cx, it.y + 33, esc(clip(line2, 32)));
-    if (!line3.empty())
-      svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#59636e\" font-size=\"10\">{}</text>", cx, it.y + 47,
-                         esc(clip(line3, 38)));
-    svg += "</g>\n";
+    for (ValueId v : spec.arg.tensor_values()) roles[v] = std::string(input_kind_name(spec.kind));
+  return roles;
+}
+
+/// A graph input: its name, kind and dtype/shape, in a grey pill.
+DagBox input_box(const Graph& g, const DagItem& it, const std::map<ValueId, std::string>& roles) {
+  DagBox b;
+  const Value& v = g.value(it.id);
+  b.name = v.name;
+  b.line2 = roles.count(it.id) ? roles.at(it.id) : "graph input";
+  if (v.meta) b.line3 = fmt::format("{}{}", dtype_name(v.meta->dtype), v.meta->shape_str());
+  b.title = fmt::format("{} ({})\n{}", v.name, b.line2, b.line3);
+  b.fill = "#f1f3f5";
+  b.stroke = "#adb5bd";
+  b.rx = kBoxH / 2;
+  return b;
+}
+
+/// A node: its name, op and local error; red for the culprit, dashed orange for a node the exploded compile flagged.
+DagBox node_box(const Graph& g, const DagItem& it, bool is_culprit, const std::set<std::string>& suspects,
+                const std::map<std::string, const NodeError*>& errors) {
+  DagBox b;
+  const Node& n = g.node(it.id);
+  b.name = n.name;
+  b.line2 = short_op(n.target);
+  const auto found = errors.find(n.name);
+  const NodeError* err = found != errors.end() ? found->second : nullptr;
+  if (err && has_floating(*err))
+    b.line3 = err->compiled_local_ulp >= 0 ? fmt::format("ulp: comp {} \u00b7 eager {}", ulp(err->compiled_local_ulp), ulp(err->local_ulp))
+                                           : fmt::format("ulp: eager {}", ulp(err->local_ulp));
+  bool output = false;
+  for (ValueId v : n.output_values()) output = output || g.value(v).is_graph_output;
+  b.title = fmt::format("{} = {}\n{}{}{}", n.name, n.target, n.source.user_frame(),
+                        n.source.module_path().empty() ? "" : "\nmodule: " + n.source.module_path(),
+                        b.line3.empty() ? "" : "\nlocal error, " + b.line3);
+  if (is_culprit) {
+    b.fill = "#fdecea";
+    b.stroke = "#b42318";
+    b.stroke_w = 2.2;
+  } else if (suspects.count(n.name)) {
+    b.stroke = "#e8590c";
+    b.stroke_w = 1.8;
+    b.extra = " stroke-dasharray=\"5 3\"";
   }
-  svg += "</svg>\n";
-  s += fmt::format("<div class=\"figure natural\">\n{}</div>\n", svg);
-  s += "<div class=\"legend\"><span><i style=\"background:#fdecea;border-color:#b42318\"></i>culprit</span>"
-       "<span><i style=\"background:#fff;border-color:#e8590c;border-style:dashed\"></i>flagged by the exploded compile</span>"
-       "<span><i style=\"background:#f1f3f5;border-color:#adb5bd;border-radius:6px\"></i>graph input</span>"
-       "<span><i style=\"background:#fff;border-color:#8c959f\"></i>other node</span></div>\n";
+  if (output) b.line2 += "  \u2192 output";
+  return b;
+}
+
+/// One box: a <g> with the hover text, the rectangle and its lines (clipped to fit).
+std::string dag_box_svg(const DagItem& it, const DagBox& b, bool is_culprit) {
+  std::string svg = fmt::format("<g class=\"dag-node{}\"><title>{}</title>", is_culprit ? " culprit" : "", esc(b.title));
+  svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" rx=\"{}\" fill=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{}/>", it.x,
+                     it.y, kBoxW, kBoxH, b.rx, b.fill, b.stroke, b.stroke_w, b.extra);
+  const double cx = it.x + kBoxW / 2;
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"12\" font-weight=\"600\" fill=\"{}\">{}</text>", cx,
+                     it.y + 18, is_culprit ? "#8a1c12" : "#1f2328", esc(clip(b.name, 25)));
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#59636e\" font-family=\"ui-monospace, Menlo, Consolas, monospace\" "
+                     "font-size=\"10.5\">{}</text>",
+                     cx, it.y + 33, esc(clip(b.line2, 32)));
+  if (!b.line3.empty())
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#59636e\" font-size=\"10\">{}</text>", cx, it.y + 47,
+                       esc(clip(b.line3, 38)));
+  return svg + "</g>\n";
+}
+
+/// Every box but the dummies, graph inputs first.
+std::string dag_boxes_svg(const DiffResult& r, const Program& program, const DagLayout& d, const std::set<NodeId>& culprit) {
+  const Graph& g = program.ir.graph;
+  const Localization& l = *r.localization;
+  const std::set<std::string> suspects(l.exploded_suspects.begin(), l.exploded_suspects.end());
+  std::map<std::string, const NodeError*> errors;
+  for (const NodeError& n : r.nodes) errors[n.name] = &n;
+  const std::map<ValueId, std::string> roles = input_roles(program);
+  std::string svg;
+  for (const DagItem& it : d.items) {
+    if (it.dummy) continue;
+    const bool is_culprit = !it.is_input && culprit.count(it.id);
+    const DagBox b = it.is_input ? input_box(g, it, roles) : node_box(g, it, is_culprit, suspects, errors);
+    svg += dag_box_svg(it, b, is_culprit);
+  }
+  return svg;
+}
+
+/// The legend of the box styles and the caption.
+std::string dag_legend(int hops) {
+  std::string s = "<div class=\"legend\"><span><i style=\"background:#fdecea;border-color:#b42318\"></i>culprit</span>"
+                  "<span><i style=\"background:#fff;border-color:#e8590c;border-style:dashed\"></i>flagged by the exploded compile</span>"
+                  "<span><i style=\"background:#f1f3f5;border-color:#adb5bd;border-radius:6px\"></i>graph input</span>"
+                  "<span><i style=\"background:#fff;border-color:#8c959f\"></i>other node</span></div>\n";
   s += fmt::format("<p class=\"caption\">Producers and consumers up to {} hop{} from the culprit, in layers by graph order. "
                    "Third line: the node's local error in ulp. Hover a node for its op, source line and module; an edge for its value.</p>\n",
                    hops, hops == 1 ? "" : "s");
+  return s;
+}
+
+std::string dag_section(const DiffResult& r, const Program& program) {
+  const Graph& g = program.ir.graph;
+  std::string s = "<section id=\"neighbourhood\"><h2>Neighbourhood of the culprit</h2>\n";
+  const std::set<NodeId> culprit = culprit_node_ids(g, *r.localization);
+  if (culprit.empty()) return s + "<p class=\"muted\">No culprit node to draw.</p></section>\n";
+  const Neighbourhood nb = neighbourhood(g, culprit);
+  const DagLayout d = dag_layout(g, nb);
+  const std::string svg = dag_svg_open(d, nb.hops) + dag_edges_svg(g, d, culprit) + dag_boxes_svg(r, program, d, culprit) + "</svg>\n";
+  s += fmt::format("<div class=\"figure natural\">\n{}</div>\n", svg);
+  s += dag_legend(nb.hops);
   return s + "</section>\n";
 }
 
