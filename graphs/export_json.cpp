@@ -11,6 +11,8 @@
 #include <set>
 #include <torch/csrc/utils/generated_serialization_types.h>
 
+#include "graphs/torch_compat.h"
+
 #include "pt2diff/error.h"
 
 namespace pt2diff {
@@ -258,12 +260,14 @@ class GraphBuilder {
       case T::AS_INT_LISTS: out = {K::IntLists, a.get_as_int_lists()}; break;
       case T::AS_FLOAT: out = {K::Float, a.get_as_float().get()}; break;
       case T::AS_FLOATS: out = {K::Floats, floats(a.get_as_floats())}; break;
+#if PT2DIFF_SCHEMA_HAS_FLOAT_LISTS
       case T::AS_FLOAT_LISTS: {
         std::vector<std::vector<double>> lists;
         for (const auto& l : a.get_as_float_lists()) lists.push_back(floats(l));
         out = {K::FloatLists, std::move(lists)};
         break;
       }
+#endif
       case T::AS_BOOL: out = {K::Bool, a.get_as_bool()}; break;
       case T::AS_BOOLS: out = {K::Bools, a.get_as_bools()}; break;
       case T::AS_STRING: out = {K::String, a.get_as_string()}; break;
@@ -348,6 +352,30 @@ ConstantValue to_constant(const ex::ConstantValue& c) {
   return std::monostate{};
 }
 
+/// An archive using what the linked torch's schema lacks (graphs/torch_compat.h) is refused by name,
+/// not misread as "malformed".
+void refuse_missing_schema_features(const json& graph_module, const std::string& where) {
+  if (kMissingSchemaFeatures[0].key == nullptr) return;
+  std::vector<const json*> todo = {&graph_module};
+  while (!todo.empty()) {
+    const json& v = *todo.back();
+    todo.pop_back();
+    if (v.is_object()) {
+      for (const MissingSchemaFeature* f = kMissingSchemaFeatures; f->key; ++f)
+        if (v.contains(f->key))
+          bad(where, fmt::format("the graph uses '{}', written by {}, which the torch {} pt2diff was built against cannot "
+                                 "represent; rebuild pt2diff against a newer torch (scripts/setup.sh --python PATH) or "
+                                 "re-export with this torch",
+                                 f->key, f->written_by, PT2DIFF_LINKED_TORCH_VERSION));
+      for (const auto& [key, item] : v.items())
+        if (item.is_structured()) todo.push_back(&item);
+    } else if (v.is_array()) {
+      for (const json& item : v)
+        if (item.is_structured()) todo.push_back(&item);
+    }
+  }
+}
+
 }  // namespace
 
 ExportedGraph parse_exported_program(const std::string& json_text, const std::string& where) {
@@ -361,9 +389,10 @@ ExportedGraph parse_exported_program(const std::string& json_text, const std::st
     bad(where, "no 'graph_module': not an ExportedProgram written by torch.export.save");
   int64_t major = j.contains("schema_version") ? j["schema_version"].value("major", int64_t{-1}) : -1;
   if (major != kSchemaMajor)
-    bad(where, fmt::format("export schema major {} (this pt2diff reads major {}, written by torch 2.11-2.13); "
+    bad(where, fmt::format("export schema major {} (this pt2diff reads major {}, written by torch 2.11-2.14); "
                            "re-save the program with a torch of that range",
                            major, kSchemaMajor));
+  refuse_missing_schema_features(j["graph_module"], where);
   try {
     check_graph(j["graph_module"].at("graph"), where);
   } catch (const json::exception& e) {

@@ -3,6 +3,9 @@
 #
 #   scripts/setup.sh            install what is missing, build the CLI, run `pt2diff inspect` and the main job on a fixture
 #   scripts/setup.sh --no-run   the same without the demo run (used by scripts/test.sh)
+#   scripts/setup.sh --python /path/to/python   (or PT2DIFF_PYTHON=/path/to/python scripts/setup.sh)
+#                               build against the torch that interpreter already has (2.11 to 2.14, CPU or
+#                               CUDA), as is: no venv, nothing installed into it, no package registry needed
 #
 # The venv (torch==2.13.0) and the ccache directory live outside the clone, in $PT2DIFF_HOME
 # (default ~/.cache/pt2diff), so fresh clones reuse them.
@@ -15,7 +18,16 @@ BUILD=${PT2DIFF_BUILD_DIR:-$ROOT/build}
 TORCH_VERSION=2.13.0
 export CCACHE_DIR=${CCACHE_DIR:-$PT2DIFF_HOME/ccache}
 RUN_DEMO=1
-[[ "${1:-}" == "--no-run" ]] && RUN_DEMO=0
+PYTHON=${PT2DIFF_PYTHON:-}
+while (($#)); do
+  case "$1" in
+    --no-run) RUN_DEMO=0 ;;
+    --python) PYTHON=${2:?"--python needs the path of a Python that has torch"}; shift ;;
+    --python=*) PYTHON=${1#--python=} ;;
+    *) echo "setup.sh: unknown argument '$1' (--no-run, --python PATH)" >&2; exit 2 ;;
+  esac
+  shift
+done
 
 say() { [[ -t 1 ]] && printf '\033[1m==> %s\033[0m\n' "$*" || printf '==> %s\n' "$*"; }
 
@@ -33,49 +45,68 @@ done
 if ((${#missing[@]})); then
   say "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-
-# --- the venv with torch -------------------------------------------------------------------------------
-if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
-  say "creating $VENV with torch==$TORCH_VERSION"
-  mkdir -p "$PT2DIFF_HOME"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy jsonschema
-elif ! "$VENV/bin/python" -c "import jsonschema" 2>/dev/null; then
-  say "adding jsonschema to $VENV (the tests validate JSON reports with it)"
-  "$VENV/bin/pip" install -q --disable-pip-version-check jsonschema
-fi
-
-# --- pt2diff_capture (python/) in the venv -------------------------------------------------------------
-# Reinstalled only when python/ changed (a hash of its files, kept in the venv). The venv is shared by
-# clones: the package is copied in, never linked to this clone. Built offline from a copy of python/,
-# so no build files land in the clone; without setuptools in the venv the package is copied by hand.
-capture_hash=$(cd "$ROOT/python" && find . -type f \( -name '*.py' -o -name '*.toml' \) -not -path '*/__pycache__/*' \
-               | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
-capture_stamp="$VENV/.pt2diff_capture.sha256"
-if [[ "$(cat "$capture_stamp" 2>/dev/null)" != "$capture_hash" ]]; then
-  say "installing pt2diff_capture into $VENV"
-  if "$VENV/bin/python" -c "import setuptools" 2>/dev/null; then
-    capture_src=$(mktemp -d)
-    cp -r "$ROOT/python/." "$capture_src"
-    "$VENV/bin/pip" install -q --disable-pip-version-check --no-index --no-deps --no-build-isolation --force-reinstall \
-      "$capture_src" || { rm -rf "$capture_src"; exit 1; }
-    rm -rf "$capture_src"
-  else
-    site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-    rm -rf "$site/pt2diff_capture"
-    cp -r "$ROOT/python/pt2diff_capture" "$site/"
-    rm -rf "$site/pt2diff_capture/__pycache__"
+  if [[ -z "$PYTHON" ]]; then
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  elif ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; } 2>/dev/null; then
+    # A user's machine may have the libraries from elsewhere (or no registry): CMake says what is really missing.
+    say "could not install ${missing[*]}; going on (CMake names anything the build really lacks)"
   fi
-  echo "$capture_hash" > "$capture_stamp"
+fi
+
+if [[ -n "$PYTHON" ]]; then
+  # --- the user's torch, as is ---------------------------------------------------------------------------
+  torch_version=$("$PYTHON" -c 'import torch; print(torch.__version__)' 2>/dev/null) || {
+    echo "setup.sh: $PYTHON cannot import torch: point --python (or PT2DIFF_PYTHON) at the Python that has it" >&2
+    exit 2
+  }
+  case "$torch_version" in
+    2.11.*|2.12.*|2.13.*|2.14.*) say "using torch $torch_version from $PYTHON as is (nothing is installed into it)" ;;
+    *) say "torch $torch_version from $PYTHON: pt2diff is built and tested against 2.11 to 2.14; trying anyway" ;;
+  esac
+else
+  # --- the venv with torch -------------------------------------------------------------------------------
+  if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+    say "creating $VENV with torch==$TORCH_VERSION"
+    mkdir -p "$PT2DIFF_HOME"
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy jsonschema
+  elif ! "$VENV/bin/python" -c "import jsonschema" 2>/dev/null; then
+    say "adding jsonschema to $VENV (the tests validate JSON reports with it)"
+    "$VENV/bin/pip" install -q --disable-pip-version-check jsonschema
+  fi
+
+  # --- pt2diff_capture (python/) in the venv -------------------------------------------------------------
+  # Reinstalled only when python/ changed (a hash of its files, kept in the venv). The venv is shared by
+  # clones: the package is copied in, never linked to this clone. Built offline from a copy of python/,
+  # so no build files land in the clone; without setuptools in the venv the package is copied by hand.
+  capture_hash=$(cd "$ROOT/python" && find . -type f \( -name '*.py' -o -name '*.toml' \) -not -path '*/__pycache__/*' \
+                 | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
+  capture_stamp="$VENV/.pt2diff_capture.sha256"
+  if [[ "$(cat "$capture_stamp" 2>/dev/null)" != "$capture_hash" ]]; then
+    say "installing pt2diff_capture into $VENV"
+    if "$VENV/bin/python" -c "import setuptools" 2>/dev/null; then
+      capture_src=$(mktemp -d)
+      cp -r "$ROOT/python/." "$capture_src"
+      "$VENV/bin/pip" install -q --disable-pip-version-check --no-index --no-deps --no-build-isolation --force-reinstall \
+        "$capture_src" || { rm -rf "$capture_src"; exit 1; }
+      rm -rf "$capture_src"
+    else
+      site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+      rm -rf "$site/pt2diff_capture"
+      cp -r "$ROOT/python/pt2diff_capture" "$site/"
+      rm -rf "$site/pt2diff_capture/__pycache__"
+    fi
+    echo "$capture_hash" > "$capture_stamp"
+  fi
+  PYTHON="$VENV/bin/python"
 fi
 
 # --- configure and build -------------------------------------------------------------------------------
-if [[ ! -f "$BUILD/build.ninja" ]]; then
-  say "configuring $BUILD"
-  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPT2DIFF_PYTHON="$VENV/bin/python" >/dev/null
+configured_python=$(sed -n 's/^PT2DIFF_PYTHON:FILEPATH=//p' "$BUILD/CMakeCache.txt" 2>/dev/null || true)
+if [[ ! -f "$BUILD/build.ninja" || "$configured_python" != "$PYTHON" ]]; then
+  say "configuring $BUILD (torch from $PYTHON)"
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPT2DIFF_PYTHON="$PYTHON" >/dev/null
 fi
 say "building pt2diff"
 cmake --build "$BUILD" --target pt2diff_cli

@@ -4,6 +4,7 @@
 #
 #   scripts/test.sh                 all of it
 #   PT2DIFF_SKIP_SANITIZE=1 scripts/test.sh   skip the sanitizer build (faster local loop)
+#   scripts/test.sh --python /path/to/python  build and test against that Python's torch, as is (setup.sh)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -11,6 +12,13 @@ PT2DIFF_HOME=${PT2DIFF_HOME:-${HOME:-/root}/.cache/pt2diff}
 VENV=${PT2DIFF_VENV:-$PT2DIFF_HOME/venv}
 BUILD=${PT2DIFF_BUILD_DIR:-$ROOT/build}
 export CCACHE_DIR=${CCACHE_DIR:-$PT2DIFF_HOME/ccache}
+case "${1:-}" in
+  --python) export PT2DIFF_PYTHON=${2:?"--python needs the path of a Python that has torch"} ;;
+  --python=*) export PT2DIFF_PYTHON=${1#--python=} ;;
+  "") ;;
+  *) echo "test.sh: unknown argument '$1' (--python PATH)" >&2; exit 2 ;;
+esac
+PYTHON=${PT2DIFF_PYTHON:-$VENV/bin/python}
 
 "$ROOT/scripts/setup.sh" --no-run
 cmake --build "$BUILD"
@@ -20,7 +28,7 @@ if [[ "${PT2DIFF_SKIP_SANITIZE:-0}" != 1 ]]; then
   ASAN_BUILD="$BUILD-sanitize"
   if [[ ! -f "$ASAN_BUILD/build.ninja" ]]; then
     cmake -S "$ROOT" -B "$ASAN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPT2DIFF_SANITIZE=ON -DPT2DIFF_BUILD_BENCH=OFF \
-          -DPT2DIFF_PYTHON="$VENV/bin/python" >/dev/null
+          -DPT2DIFF_PYTHON="$PYTHON" >/dev/null
   fi
   cmake --build "$ASAN_BUILD" --target loader_tests pt2diff_cli
   # libtorch is not built with ASan: its allocations at exit are reported as leaks we cannot fix.

@@ -27,6 +27,10 @@ class Command {
 /// How pt2diff was invoked, argv as one shell-quoted line (set by main()): the HTML report shows it.
 inline std::string invocation;
 
+/// On a crash of this process (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT): one line saying it is a bug to
+/// report, and a backtrace, on stderr; then the signal is re-raised (crash_report.cpp).
+void install_crash_report();
+
 /// GRAPH [--model NAME]: which archive and which program inside it.
 struct GraphOptions {
   std::string graph;

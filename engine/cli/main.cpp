@@ -13,6 +13,7 @@
 #include "pt2diff/error.h"
 
 int main(int argc, char** argv) {
+  pt2diff::cli::install_crash_report();
   pt2diff::cli::invocation = pt2diff::shell_line(std::vector<std::string>(argv, argv + argc));
   CLI::App app{"pt2diff: find where a compiled PyTorch 2 graph stops agreeing with the truth"};
   app.require_subcommand(0, 1);

@@ -5,7 +5,8 @@
 
 For each fixture: `pt2diff NAME.pt2 NAME_inputs.pt --save-outputs F --no-exploded`, then in this
 process `torch.compile(ep.module())` on the same inputs under torch.no_grad() (the worker compiles
-for inference), and the compiled outputs must be equal bit for bit.
+for inference), and the compiled outputs must be equal bit for bit. With PT2DIFF_TEST_DEVICE=cuda
+(scripts/gpu_test.sh) both compile for the GPU: `--device cuda`, and the module and inputs moved there.
 """
 import os
 import subprocess
@@ -26,8 +27,26 @@ def user_call(inputs, ep):
     return tuple(inputs), {}
 
 
+def on_device(module, device):
+    """The module on `device`, with the device arguments its export baked in (factories, casts,
+    `_assert_tensor_metadata(device=cpu)`) following it: what the worker does to compile for `device`."""
+    target = torch.device(device)
+    if target.type == "cuda" and target.index is None:  # asserts compare devices exactly: cuda is cuda:N
+        target = torch.device("cuda", torch.cuda.current_device())
+    module = module.to(target)
+    move = lambda v: target if isinstance(v, torch.device) else v  # noqa: E731
+    for gm in module.modules():
+        if isinstance(gm, torch.fx.GraphModule):
+            for n in gm.graph.nodes:
+                n.args = torch.fx.node.map_aggregate(n.args, move)
+                n.kwargs = torch.fx.node.map_aggregate(n.kwargs, move)
+            gm.recompile()
+    return module
+
+
 def main():
     pt2diff, fixtures, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+    device = os.environ.get("PT2DIFF_TEST_DEVICE", "cpu")
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
@@ -35,7 +54,7 @@ def main():
             graph = os.path.join(fixtures, name + ".pt2")
             inputs_file = os.path.join(fixtures, base + "_inputs.pt")
             saved = os.path.join(tmp, name + "_outputs.pt")
-            run = subprocess.run([pt2diff, graph, inputs_file, "--save-outputs", saved, "--no-exploded"],
+            run = subprocess.run([pt2diff, graph, inputs_file, "--save-outputs", saved, "--no-exploded", "--device", device],
                                  capture_output=True, text=True)
             if run.returncode not in (0, 1):
                 print(f"{name}: pt2diff exited {run.returncode}: {run.stderr.strip()}")
@@ -44,10 +63,15 @@ def main():
             compiled, _, _ = torch.load(saved, weights_only=True)
             ep = torch.export.load(graph)
             args, kwargs = user_call(torch.load(inputs_file, weights_only=True), ep)
+            module = ep.module()
+            if device != "cpu":
+                module = on_device(module, device)
+                args, kwargs = torch.utils._pytree.tree_map(
+                    lambda v: v.to(device) if isinstance(v, torch.Tensor) else v, (args, kwargs))
             torch._dynamo.reset()
             with torch.no_grad():
-                expected = torch.compile(ep.module())(*args, **kwargs)
-            expected = [t for t in torch.utils._pytree.tree_leaves(expected) if isinstance(t, torch.Tensor)]
+                expected = torch.compile(module)(*args, **kwargs)
+            expected = [t.cpu() for t in torch.utils._pytree.tree_leaves(expected) if isinstance(t, torch.Tensor)]
             # pt2diff reports user outputs first, in signature order: the leaves of the user's output.
             if len(compiled) < len(expected):
                 print(f"{name}: pt2diff saved {len(compiled)} outputs, torch.compile returned {len(expected)}")

@@ -6,7 +6,9 @@
 The compiled side is tests/engine/localize/lowp_matmul_worker.py: Inductor with a post-grad pass that
 computes float32 matrix products in bfloat16. For each fixture pt2diff must report a divergence, localize
 it to a single op that is a matrix product, and that op must be the first one of the failing cone (the
-earliest place the bug can show), within the compile budget.
+earliest place the bug can show), within the compile budget. With PT2DIFF_TEST_DEVICE=cuda
+(scripts/gpu_test.sh) the compiled side runs on the GPU (`--device cuda`); the checks that judge CPU
+eager bit for bit against the compiler (bf16_block at tol 0, dropout's random stream) are CPU-only.
 """
 import json
 import os
@@ -20,13 +22,14 @@ MATMUL_OPS = {"aten.linear.default", "aten.addmm.default", "aten.mm.default", "a
 def main():
     pt2diff, fixtures, names = sys.argv[1], sys.argv[2], sys.argv[3:]
     worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lowp_matmul_worker.py")
+    device = os.environ.get("PT2DIFF_TEST_DEVICE", "cpu")
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             base = name[:-5] if name.endswith("_core") else name
             report = os.path.join(tmp, name + ".json")
             run = subprocess.run([pt2diff, os.path.join(fixtures, name + ".pt2"), os.path.join(fixtures, base + "_inputs.pt"),
-                                  "--compiled", f"external:{sys.executable} {worker}", "--json", report],
+                                  "--compiled", f"external:{sys.executable} {worker}", "--device", device, "--json", report],
                                  capture_output=True, text=True)
             if run.returncode != 1:
                 print(f"{name}: expected exit 1 (diverged), got {run.returncode}: {run.stderr.strip()}")
@@ -45,6 +48,9 @@ def main():
                 findings.get("compiler_lever") == "lever_does_not_remove_divergence"
             print(f"{name}: hints {findings}: {'ok' if hinted else 'WRONG'}")
             failures += (0 if ok else 1) + (0 if hinted else 1)
+        if device != "cpu":
+            print("FAILED" if failures else "every planted Inductor bug localized")
+            return 1 if failures else 0
         # A real bf16 graph under the real Inductor, judged bit for bit (tol 0, multiplier 0): fused
         # kernels keep fp32 between bf16 ops, which the hints must say and the lever must confirm.
         report = os.path.join(tmp, "bf16_block_strict.json")

@@ -1,0 +1,28 @@
+# What the linked torch can represent, found by scanning its headers (not by version number: a
+# nightly or a patched build is judged by what it has). Every difference between the torch versions
+# pt2diff builds against (2.11 to 2.14) is one entry here and one line in graphs/torch_compat.h.in,
+# with the version that introduced it. Writes ${CMAKE_BINARY_DIR}/generated/graphs/torch_compat.h.
+
+set(_schema_header "")
+foreach(_dir ${TORCH_INCLUDE_DIRS})
+  if(EXISTS "${_dir}/torch/csrc/utils/generated_serialization_types.h")
+    set(_schema_header "${_dir}/torch/csrc/utils/generated_serialization_types.h")
+    break()
+  endif()
+endforeach()
+file(READ "${_schema_header}" _schema)
+if(NOT PT2DIFF_TORCH_VERSION)
+  set(PT2DIFF_TORCH_VERSION "${Torch_VERSION}")
+endif()
+
+# Argument.as_float_lists (an op argument that is a list of float lists): torch 2.13's export schema
+# has it, 2.11's does not.
+string(FIND "${_schema}" "AS_FLOAT_LISTS" _at)
+if(_at EQUAL -1)
+  set(PT2DIFF_SCHEMA_HAS_FLOAT_LISTS 0)
+else()
+  set(PT2DIFF_SCHEMA_HAS_FLOAT_LISTS 1)
+endif()
+
+configure_file("${CMAKE_CURRENT_SOURCE_DIR}/graphs/torch_compat.h.in" "${CMAKE_BINARY_DIR}/generated/graphs/torch_compat.h" @ONLY)
+message(STATUS "pt2diff: torch ${PT2DIFF_TORCH_VERSION} export schema: as_float_lists ${PT2DIFF_SCHEMA_HAS_FLOAT_LISTS}")
