@@ -361,6 +361,38 @@ std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const
   return outputs;
 }
 
+namespace {
+
+/// Runs one node's kernel in one precision, naming the node and the run when the kernel throws.
+template <class Body>
+void run_guarded(const Node& n, Precision precision, Body&& body) {
+  DefaultDtypeGuard default_dtype(precision);
+  try {
+    body();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(Error::Kind::Unsupported, fmt::format("{} failed in the {} run: {}", where(n), precision_name(precision), first_line(e.what())));
+  }
+}
+
+/// The local run's inputs: the reference values rounded to the native dtypes, taken before the runs
+/// (an op that mutates its inputs in place would change them) and copied then (rounding to the same
+/// dtype would alias them).
+void fill_local_inputs(const Kernel& kernel, const std::vector<ValueId>& ins, const Frame& native, const Frame& fp64, Frame& scratch) {
+  for (ValueId v : ins) {
+    const c10::IValue& ref = fp64.values[static_cast<size_t>(v)];
+    const c10::IValue& nat = native.values[static_cast<size_t>(v)];
+    scratch.values[static_cast<size_t>(v)] =
+        ref.isTensor() && nat.isTensor()
+            ? c10::IValue(kernel.mutates_inputs() ? ref.toTensor().to(nat.toTensor().scalar_type(), false, /*copy=*/true)
+                                                   : ref.toTensor().to(nat.toTensor().scalar_type()))
+            : ref;
+  }
+}
+
+}  // namespace
+
 LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::function<void(const NodeStep&)>& on_node) const {
   c10::InferenceMode inference;
   impl_->reseed();
@@ -378,17 +410,6 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
   std::vector<c10::IValue> native_out, fp64_out, local_out;
   for (const Node& n : g.nodes()) {
     const Kernel& kernel = *plan.kernels[static_cast<size_t>(n.id)];
-    auto guarded = [&](Precision precision, auto&& body) {
-      DefaultDtypeGuard default_dtype(precision);
-      try {
-        body();
-      } catch (const Error&) {
-        throw;
-      } catch (const std::exception& e) {
-        throw Error(Error::Kind::Unsupported,
-                    fmt::format("{} failed in the {} run: {}", where(n), precision_name(precision), first_line(e.what())));
-      }
-    };
     // A random node's three runs start from the same generator state; afterwards the generator is
     // where the native run left it, so the native stream is exactly that of a plain native run.
     const bool random = kernel.is_random();
@@ -398,27 +419,16 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
       result.native.random_nodes.push_back(n.name);
       rng_before = rng.get_state();
     }
-    // Local: the node alone in native dtypes, fed the reference values rounded to native dtypes,
-    // taken before the runs (an op that mutates its inputs in place would change them) and copied
-    // (rounding to the same dtype would alias them).
     const std::vector<ValueId> ins = n.input_values(), outs = n.output_values();
-    for (ValueId v : ins) {
-      const c10::IValue& ref = fp64.values[static_cast<size_t>(v)];
-      const c10::IValue& nat = native.values[static_cast<size_t>(v)];
-      scratch.values[static_cast<size_t>(v)] =
-          ref.isTensor() && nat.isTensor()
-              ? c10::IValue(kernel.mutates_inputs() ? ref.toTensor().to(nat.toTensor().scalar_type(), false, /*copy=*/true)
-                                                     : ref.toTensor().to(nat.toTensor().scalar_type()))
-              : ref;
-    }
-    guarded(Precision::Native, [&] { kernel.run(n, g, native, native_ctx); });
+    fill_local_inputs(kernel, ins, native, fp64, scratch);
+    run_guarded(n, Precision::Native, [&] { kernel.run(n, g, native, native_ctx); });
     if (random) {
       rng_after = rng.get_state();
       rng.set_state(rng_before);
     }
-    guarded(Precision::Fp64, [&] { kernel.run(n, g, fp64, fp64_ctx); });
+    run_guarded(n, Precision::Fp64, [&] { kernel.run(n, g, fp64, fp64_ctx); });
     if (random) rng.set_state(rng_before);
-    guarded(Precision::Native, [&] { kernel.run(n, g, scratch, native_ctx); });
+    run_guarded(n, Precision::Native, [&] { kernel.run(n, g, scratch, native_ctx); });
     if (random) rng.set_state(rng_after);
     native_out.clear();
     fp64_out.clear();
