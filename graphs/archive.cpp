@@ -1,5 +1,6 @@
 // graphs/archive.cpp — opens the zip, tells a PT2 archive from everything that is not one.
 #include "graphs/archive.h"
+#include "graphs/regular_file.h"
 
 #include <algorithm>
 #include <caffe2/serialize/inline_container.h>
@@ -43,7 +44,7 @@ std::string classify_foreign_zip(const std::string& path) {
 
 Archive::Archive(const std::string& path) : path_(path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) bad(path, "no such file");
+  if (auto what = not_a_readable_file(path)) bad(path, *what);
   auto size = std::filesystem::file_size(path, ec);
   if (size == 0) bad(path, "empty file (0 bytes): expected an archive written by torch.export.save");
   char magic[4] = {0, 0, 0, 0};

@@ -352,6 +352,31 @@ ConstantValue to_constant(const ex::ConstantValue& c) {
   return std::monostate{};
 }
 
+/// Every number pt2diff reads as an int64 is one: nlohmann converts 2^64 or 1e30 to int64 by wrapping
+/// (a silent -2^63). Under these keys of the export schema every number must be an integer in range;
+/// anywhere, an integer beyond int64 is refused.
+void check_integers(const json& root, const std::string& where) {
+  static const std::set<std::string> integer_keys = {"as_int", "as_ints", "as_int_lists", "dtype", "layout", "major", "minor",
+                                                     "as_scalar_type", "as_memory_format", "as_layout", "index", "min_val", "max_val"};
+  std::vector<std::pair<const json*, const std::string*>> todo = {{&root, nullptr}};  // value, the integer key above it
+  while (!todo.empty()) {
+    auto [v, key] = todo.back();
+    todo.pop_back();
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      bad(where, fmt::format("the integer {} (under '{}') is beyond int64: the archive is corrupt", v->dump(), key ? *key : "?"));
+    if (key && v->is_number_float())
+      bad(where, fmt::format("'{}' holds {}, where the export schema has an integer: the archive is corrupt", *key, v->dump()));
+    if (v->is_object()) {
+      for (const auto& [k, item] : v->items()) {
+        auto known = integer_keys.find(k);
+        todo.emplace_back(&item, known != integer_keys.end() ? &*known : key);
+      }
+    } else if (v->is_array()) {
+      for (const json& item : *v) todo.emplace_back(&item, key);
+    }
+  }
+}
+
 /// An archive using what the linked torch's schema lacks (graphs/torch_compat.h) is refused by name,
 /// not misread as "malformed".
 void refuse_missing_schema_features(const json& graph_module, const std::string& where) {
@@ -393,6 +418,7 @@ ExportedGraph parse_exported_program(const std::string& json_text, const std::st
                            "re-save the program with a torch of that range",
                            major, kSchemaMajor));
   refuse_missing_schema_features(j["graph_module"], where);
+  check_integers(j, where);
   try {
     check_graph(j["graph_module"].at("graph"), where);
   } catch (const json::exception& e) {
@@ -493,7 +519,9 @@ ExportedGraph parse_exported_program(const std::string& json_text, const std::st
 std::vector<PayloadEntry> parse_payload_config(const std::string& json_text, const std::string& where) {
   ex::PayloadConfig config;
   try {
-    config = json::parse(json_text).get<ex::PayloadConfig>();
+    const json j = json::parse(json_text);
+    check_integers(j, where);
+    config = j.get<ex::PayloadConfig>();
   } catch (const json::exception& e) {
     bad(where, fmt::format("malformed payload config ({})", e.what()));
   }

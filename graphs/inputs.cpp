@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "graphs/regular_file.h"
 #include "graphs/torch_save.h"
 #include "pt2diff/error.h"
 #include "pt2diff/program.h"
@@ -147,8 +148,7 @@ std::string describe(const InputValue& value) {
 }
 
 UserInputs load_inputs(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) bad(fmt::format("{}: no such file", path));
+  if (auto what = not_a_readable_file(path)) bad(fmt::format("{}: {}", path, *what));
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
   ss << f.rdbuf();

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "graphs/archive.h"
+#include "graphs/strided_layout.h"
 #include "graphs/export_json.h"
 #include "graphs/torch_save.h"
 #include "pt2diff/error.h"
@@ -33,15 +34,20 @@ std::string choose_model(const Archive& archive, const std::string& wanted) {
   bad(archive.path(), fmt::format("holds several models ({}): choose one with --model", fmt::join(names, ", ")));
 }
 
-int64_t needed_bytes(const TensorMeta& m, const std::string& where) {
-  int64_t last = m.storage_offset.value.value_or(0);
-  for (size_t i = 0; i < m.sizes.size(); ++i) {
-    if (!m.sizes[i].is_static() || i >= m.strides.size() || !m.strides[i].is_static())
-      bad(where, "a saved weight with a dynamic size or stride");
-    if (*m.sizes[i].value == 0) return 0;
-    last += (*m.sizes[i].value - 1) * *m.strides[i].value;
-  }
-  return (last + 1) * element_size(m.dtype);
+/// A raw weight's layout as its tensor_meta gives it, checked before libtorch sees it.
+StridedLayout weight_layout(const TensorMeta& m, const std::string& where) {
+  StridedLayout l;
+  l.storage_offset = m.storage_offset.value.value_or(0);
+  l.element_size = element_size(m.dtype);
+  auto add = [&](const std::vector<SymInt>& from, std::vector<int64_t>& to) {
+    for (const SymInt& s : from) {
+      if (!s.is_static()) bad(where, "a saved weight with a dynamic size or stride");
+      to.push_back(*s.value);
+    }
+  };
+  add(m.sizes, l.sizes);
+  add(m.strides, l.strides);
+  return l;
 }
 
 /// Loads one payload directory (weights or constants), sharing a storage between entries that
@@ -72,15 +78,15 @@ void load_payload(const Archive& archive, const std::string& dir, const std::str
       c10::Storage storage(c10::Storage::use_byte_size_t(), static_cast<int64_t>(size), std::move(data), nullptr, false);
       it = storages.emplace(e.path_name, std::move(storage)).first;
     }
-    int64_t need = needed_bytes(m, at);
-    if (need > static_cast<int64_t>(it->second.nbytes()))
+    const StridedLayout layout = weight_layout(m, at);
+    const LayoutCheck check = check_layout(layout);
+    if (check.problem)
+      bad(at, fmt::format("its tensor_meta ({} {}) has {}: the archive is corrupt", dtype_name(m.dtype), m.shape_str(), *check.problem));
+    if (check.needed_bytes > static_cast<int64_t>(it->second.nbytes()))
       bad(at, fmt::format("has {} bytes but its tensor_meta ({} {}) needs {}: the archive is truncated or corrupt",
-                          it->second.nbytes(), dtype_name(m.dtype), m.shape_str(), need));
-    std::vector<int64_t> sizes, strides;
-    for (const SymInt& s : m.sizes) sizes.push_back(*s.value);
-    for (const SymInt& s : m.strides) strides.push_back(*s.value);
+                          it->second.nbytes(), dtype_name(m.dtype), m.shape_str(), check.needed_bytes));
     at::Tensor t = at::empty({0}, at::TensorOptions().dtype(static_cast<c10::ScalarType>(m.dtype)));
-    t.set_(it->second, m.storage_offset.value.value_or(0), sizes, strides);
+    t.set_(it->second, layout.storage_offset, layout.sizes, layout.strides);
     program.state[e.fqn] = t;
   }
 }

@@ -11,6 +11,7 @@
 #include <torch/csrc/jit/serialization/storage_context.h>
 
 #include "graphs/archive.h"
+#include "graphs/pickle_scan.h"
 #include "pt2diff/error.h"
 #include "pt2diff/graph.h"
 
@@ -139,6 +140,14 @@ c10::IValue unpickle(const std::string& bytes, const std::string& where) {
       throw Error(Error::Kind::BadInputs,
                   fmt::format("{}: a zip without data.pkl, not a torch.save file (a torch.export archive goes first, "
                               "as GRAPH)", where));
+    // Nesting is measured before anything is built: libtorch's containers free themselves recursively.
+    {
+      auto [pickle, pickle_size] = reader.getRecord("data.pkl");
+      const PickleShape shape = scan_pickle({static_cast<const char*>(pickle.get()), pickle_size});
+      if (shape.problem)
+        throw Error(Error::Kind::BadInputs, fmt::format("{}: its pickle (data.pkl) cannot be read safely: {}: the file is damaged "
+                                                        "or was not written by torch.save", where, *shape.problem));
+    }
     // One storage context per file: views of one storage stay views, as in Python.
     auto storages = std::make_shared<torch::jit::DeserializationStorageContext>();
     // Storages land on the CPU, where the engine runs, whatever device saved them (map_location="cpu"):

@@ -6,7 +6,7 @@
 
 namespace pt2diff::testing {
 
-/// Absolute path of a file under fixtures/.
+/// Absolute path of a file under fixtures/ (an absolute `name`, such as /dev/null, is returned as is).
 std::string fixture(const std::string& name);
 /// Every fixture pt2diff can run, training IR and decomposed ("mlp", "mlp_core", ...).
 const std::vector<std::string>& runnable_fixtures();

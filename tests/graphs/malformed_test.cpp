@@ -58,12 +58,22 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"malformed/undefined_value.pt2", "uses 'no_such_value' before it is defined"},
         Case{"malformed/missing_weight.pt2", "missing record 'data/weights/weight_1' for 'fc1.bias'"},
         Case{"malformed/short_weight.pt2", "has 10 bytes but its tensor_meta (float32 [64, 32]) needs 8192"},
-        Case{"no_such_file.pt2", "no such file"}),
+        Case{"no_such_file.pt2", "no such file"},
+        Case{"malformed", "a directory, not a file"},
+        Case{"/dev/null", "a character device (like /dev/null), not a file"},
+        // Issue 20: the weights config's tensor_meta, mutated; libtorch said "internal error" or wrapped.
+        Case{"malformed/weights_size_overflow.pt2", "(float32 [2147483648, 2147483648]) has more than 2^62 elements"},
+        Case{"malformed/weights_offset_2_62.pt2", "has a storage offset of 4611686018427387904 (beyond 2^62)"},
+        Case{"malformed/weights_negative_stride.pt2", "has a negative stride (-1) in dimension 1"},
+        Case{"malformed/weights_stride_count.pt2", "has 2 sizes but 1 strides"},
+        Case{"malformed/weights_int64_min_size.pt2", "has a negative size (-9223372036854775808) in dimension 0"},
+        Case{"malformed/weights_int_beyond_int64.pt2", "'as_int' holds 1.8446744073709552e+19, where the export schema has an integer"},
+        Case{"malformed/weights_float_as_int.pt2", "'as_int' holds 1e+30, where the export schema has an integer"}),
     [](const auto& info) {
       std::string n = info.param.file;
-      n = n.substr(n.find('/') + 1);
+      n = n.substr(n.rfind('/') + 1);
       n = n.substr(0, n.find('.'));
-      return n;
+      return n == "malformed" ? std::string("directory") : n;
     });
 
 TEST(MalformedInputs, CliKeepsTheSummaryAndExitsTwoWhenInputsDoNotBind) {
@@ -102,6 +112,27 @@ TEST(MalformedInputs, ADamagedStorageRecordIsOneLineAndExitTwoNeverARead) {
   EXPECT_NE(sample.err.find("its sample inputs are unusable (sample inputs: "), std::string::npos) << sample.err;
   EXPECT_NE(sample.err.find("(float32[4, 32]) needs 512 bytes of storage but its storage record holds 0"), std::string::npos)
       << sample.err;
+}
+
+TEST(MalformedInputs, APickleNestedTooDeepIsOneLineAndExitTwoNeverAStackOverflow) {
+  // Issue 20's reproducer: lists nested 200,000 deep overflowed the stack in libtorch's destructor.
+  for (const std::string& command : {std::string("inspect "), std::string("--compiled eager ")}) {
+    auto r = testing::run_cli(command + fixture("mlp.pt2") + " " + fixture("malformed/inputs_deep_list.pt"));
+    EXPECT_EQ(r.exit_code, 2) << command << r.out << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+    EXPECT_NE(r.err.find("its pickle (data.pkl) cannot be read safely: containers nested 200001 deep (pt2diff reads at most 1000)"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
+TEST(MalformedInputs, ADirectoryOrADeviceIsSaidToBeOne) {
+  auto dir = testing::run_cli("inspect " + fixture("mlp.pt2") + " " + fixture("malformed"));
+  EXPECT_EQ(dir.exit_code, 2);
+  EXPECT_NE(dir.err.find("malformed: a directory, not a file"), std::string::npos) << dir.err;
+  auto null = testing::run_cli("inspect " + fixture("mlp.pt2") + " /dev/null");
+  EXPECT_EQ(null.exit_code, 2);
+  EXPECT_NE(null.err.find("/dev/null: a character device (like /dev/null), not a file"), std::string::npos) << null.err;
 }
 
 TEST(MalformedCommandLine, UsageErrorsExitTwo) {
