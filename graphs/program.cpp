@@ -105,10 +105,15 @@ void check_state(const Program& p) {
     const Value& v = p.ir.graph.value(spec.arg.as<ValueId>());
     if (!v.meta) continue;
     const at::Tensor& t = it->second;
-    if (static_cast<int8_t>(t.scalar_type()) != static_cast<int8_t>(v.meta->dtype) ||
-        t.dim() != static_cast<int64_t>(v.meta->sizes.size()))
-      bad(p.path, fmt::format("{} '{}' is saved as {} with {} dims, the graph expects {} {}", input_kind_name(spec.kind),
-                              spec.target, c10::toString(t.scalar_type()), t.dim(), dtype_name(v.meta->dtype), v.meta->shape_str()));
+    bool same_shape = t.dim() == static_cast<int64_t>(v.meta->sizes.size());
+    for (size_t d = 0; same_shape && d < v.meta->sizes.size(); ++d)
+      same_shape = !v.meta->sizes[d].is_static() || *v.meta->sizes[d].value == t.size(static_cast<int64_t>(d));
+    // A saved weight larger than the graph's placeholder says (a stride-0 [2^20, 2^20] for a [64, 32])
+    // would be copied to float64 at its own size: refused here, by shape.
+    if (static_cast<int8_t>(t.scalar_type()) != static_cast<int8_t>(v.meta->dtype) || !same_shape)
+      bad(p.path, fmt::format("{} '{}' is saved as {} {}, the graph expects {} {}", input_kind_name(spec.kind), spec.target,
+                              dtype_name(static_cast<DType>(t.scalar_type())), fmt::format("[{}]", fmt::join(t.sizes(), ", ")), dtype_name(v.meta->dtype),
+                              v.meta->shape_str()));
   }
 }
 

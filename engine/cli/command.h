@@ -46,6 +46,7 @@ struct InputOptions {
   std::string inputs;
   bool random = false;
   uint64_t seed = 0;
+  int64_t max_memory = 0;  ///< --max-memory (DiffOptions::max_memory): 0 the memory available, -1 none
   void add_to(CLI::App& app);
   /// The inputs chosen by the options, or nullopt for "the archive's sample inputs".
   std::optional<UserInputs> load(const Program& program) const;

@@ -1,5 +1,6 @@
 // engine/cli/option_groups.cpp — option groups shared by commands.
 #include "engine/cli/command.h"
+#include "graphs/memory_estimate.h"
 #include "pt2diff/error.h"
 #include "pt2diff/advanced/interpreter.h"
 
@@ -29,6 +30,15 @@ void InputOptions::add_to(CLI::App& app) {
                  "seed for --random-inputs, and of the random generators before every run (engine and compiled side alike)")
       ->default_val(0);
   rnd->excludes(file);
+  app.add_option_function<std::string>(
+         "--max-memory",
+         [this](const std::string& text) {
+           auto bytes = parse_byte_size(text);
+           if (!bytes) throw CLI::ValidationError("--max-memory", "'" + text + "' is not a size (16G, 512M, 1.5T, bytes) or none");
+           max_memory = *bytes;
+         },
+         "refuse a run whose values would need more memory than this, estimated from the graph's shapes before anything "
+         "is allocated: 16G, 512M, none (default: the memory available when it starts)");
 }
 
 void CompilerOptions::add_to(CLI::App& app) {
@@ -113,6 +123,7 @@ DiffOptions diff_options(const Program& program, const GraphOptions& graph, cons
   options.localize = search.localize;
   options.localize.search = search.bisect == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
   options.top = search.top;
+  options.max_memory = inputs.max_memory;
   return options;
 }
 
@@ -124,6 +135,8 @@ int report_compile_failures(const DiffResult& result) {
 }
 
 std::optional<UserInputs> InputOptions::load(const Program& program) const {
+  // Drawn inputs take the graph's declared shapes: a [2^20, 2^20] input is refused, not allocated.
+  if (random) check_memory(program.ir.graph, /*exploded=*/false, max_memory);
   if (random) return random_inputs(program, seed);
   if (!inputs.empty()) return load_inputs(inputs);
   return std::nullopt;

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "engine/diff/stages.h"
+#include "graphs/memory_estimate.h"
 
 namespace pt2diff {
 
@@ -45,6 +46,8 @@ void plan_run(RunState& s) {
   s.exploded = s.options.exploded && s.backend.compiles_regions() && !s.in_place;
   s.bisect = s.options.localize.enabled && !s.in_place;
   s.keep = s.exploded || (s.bisect && s.backend.compiles_regions());
+  // Before any run allocates: refuse with the estimate rather than die in the allocator.
+  check_memory(s.program.ir.graph, s.exploded, s.options.max_memory, s.inputs.symbols);
 }
 
 }  // namespace pt2diff

@@ -66,9 +66,12 @@ struct DiffOptions {
   ToleranceRule rule;
   /// How many nodes the ranking of introduced error lists.
   size_t top = 10;
-  /// Keep every node's values (ValueError::*_value) for re-judging later (sweeps): memory grows with
+  /// Keep every node's values (DiffResult::values, values.h) for re-judging later (sweeps): memory grows with
   /// the graph, so off by default.
   bool keep_values = false;
+  /// Refuse a run whose runs would hold more than this many bytes (an estimate from the graph's shapes,
+  /// made before anything is allocated): 0, the memory available when it starts; negative, no limit.
+  int64_t max_memory = 0;
 };
 
 /// The flags of `pt2diff GRAPH INPUTS` that run the CLI with `options` again: every option that differs

@@ -50,6 +50,7 @@ void expect_same(const DiffOptions& a, const DiffOptions& b) {
   EXPECT_EQ(a.localize.max_compiles, b.localize.max_compiles);
   EXPECT_EQ(a.localize.repeats, b.localize.repeats);
   EXPECT_EQ(a.top, b.top);
+  EXPECT_EQ(a.max_memory, b.max_memory);
 }
 
 std::set<std::string> flag_names(const std::vector<std::string>& args) {
@@ -67,8 +68,8 @@ TEST(FlagsRoundTrip, EveryOptionIsWrittenBackAndParsesTheSame) {
        "max_autotune=False", "--matmul-precision", "high", "--no-tf32", "--timeout", "12.5", "--worker-python", "/usr/bin/python3",
        "--load-library", "/opt/ops/libmy_ops.so", "--load-library", "/opt/ops/libother.so", "--seed", "7", "--rule", "allclose",
        "--tol", "1.5e-06", "--fp32-multiplier", "2.5", "--low-precision-multiplier", "4", "--small-tensor-multipliers",
-       "--no-exploded", "--no-localize", "--bisect", "linear", "--max-compiles", "9", "--repeats", "3", "--top", "4"},
-      {"--compiled", "inductor", "--device", "cuda:1", "--rule", "ulp:4"},
+       "--no-exploded", "--no-localize", "--bisect", "linear", "--max-compiles", "9", "--repeats", "3", "--top", "4", "--max-memory", "1.5G"},
+      {"--compiled", "inductor", "--device", "cuda:1", "--rule", "ulp:4", "--max-memory", "none"},
       {"--compiled", "external:python3 my worker.py --flag", "--device", "cuda", "--rule", "cosine:0.95"},
   };
   for (const auto& args : cases) {

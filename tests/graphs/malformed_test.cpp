@@ -68,7 +68,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"malformed/weights_stride_count.pt2", "has 2 sizes but 1 strides"},
         Case{"malformed/weights_int64_min_size.pt2", "has a negative size (-9223372036854775808) in dimension 0"},
         Case{"malformed/weights_int_beyond_int64.pt2", "'as_int' holds 1.8446744073709552e+19, where the export schema has an integer"},
-        Case{"malformed/weights_float_as_int.pt2", "'as_int' holds 1e+30, where the export schema has an integer"}),
+        Case{"malformed/weights_float_as_int.pt2", "'as_int' holds 1e+30, where the export schema has an integer"},
+        Case{"malformed/weights_stride0_huge.pt2",
+             "parameter 'fc1.weight' is saved as float32 [1048576, 1048576], the graph expects float32 [64, 32]"}),
     [](const auto& info) {
       std::string n = info.param.file;
       n = n.substr(n.rfind('/') + 1);
@@ -124,6 +126,33 @@ TEST(MalformedInputs, APickleNestedTooDeepIsOneLineAndExitTwoNeverAStackOverflow
               std::string::npos)
         << r.err;
   }
+}
+
+TEST(MemoryBombs, ARunThatWouldNotFitIsRefusedWithItsEstimateBeforeAnythingIsAllocated) {
+  // Issue 20's allocation bombs: each tried to allocate until the OS refused (or 6.4 GB, then failed).
+  struct Bomb {
+    std::string command, says;
+  };
+  const std::string would_hold = "the runs would hold about ";
+  for (const Bomb& b : std::vector<Bomb>{
+           {"--random-inputs --compiled eager " + fixture("malformed/input_declared_huge.pt2"),
+            "16.0 TiB (the largest value: x float32[1048576, 1048576]"},
+           {"inspect --random-inputs " + fixture("malformed/input_declared_huge.pt2"), "x float32[1048576, 1048576]"},
+           {"--random-inputs --compiled eager " + fixture("malformed/input_hint_2_40.pt2"), "(the largest value: x float32[s0, 32]"},
+           {"--compiled eager " + fixture("malformed/repeat_19_gib.pt2") + " " + fixture("mlp_inputs.pt"),
+            "(the largest value: repeat float32[160000, 32000]"},
+           {"--compiled eager --max-memory 10K " + fixture("mlp.pt2") + " " + fixture("mlp_inputs.pt"), "more than --max-memory 10.0 KiB"},
+       }) {
+    auto r = testing::run_cli(b.command);
+    EXPECT_EQ(r.exit_code, 2) << b.command << ": " << r.out << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+    EXPECT_NE(r.err.find(would_hold), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(b.says), std::string::npos) << r.err;
+  }
+  // The limit can be raised or lifted; a graph that fits runs under the default (the memory available).
+  EXPECT_EQ(testing::run_cli("--compiled eager --max-memory 1M " + fixture("mlp.pt2") + " " + fixture("mlp_inputs.pt")).exit_code, 0);
+  EXPECT_EQ(testing::run_cli("--compiled eager --max-memory none " + fixture("mlp.pt2") + " " + fixture("mlp_inputs.pt")).exit_code, 0);
+  EXPECT_EQ(testing::run_cli("--compiled eager --max-memory 10Q " + fixture("mlp.pt2")).exit_code, 2);
 }
 
 TEST(MalformedInputs, ADirectoryOrADeviceIsSaidToBeOne) {
