@@ -93,14 +93,18 @@ size_t Archive::record_size(const std::string& name) const {
   return reader_->getRecordSize(name);
 }
 
-std::string Archive::read_text(const std::string& name) const {
+std::tuple<at::DataPtr, size_t> Archive::read_record(const std::string& name) const {
   if (!has_record(name)) bad(path_, fmt::format("missing record '{}'", name));
   try {
-    auto [data, size] = reader_->getRecord(name);
-    return std::string(static_cast<const char*>(data.get()), size);
+    return reader_->getRecord(name);
   } catch (const c10::Error& e) {
-    bad(path_, fmt::format("cannot read record '{}' ({})", name, first_line(e.what())));
+    bad(path_, fmt::format("cannot read record '{}' ({}): the archive is damaged", name, first_line(e.what())));
   }
+}
+
+std::string Archive::read_text(const std::string& name) const {
+  auto [data, size] = read_record(name);
+  return std::string(static_cast<const char*>(data.get()), size);
 }
 
 std::vector<std::string> Archive::model_names() const {

@@ -1,7 +1,9 @@
 // graphs/archive.h — the PT2 zip through PyTorchStreamReader, with errors a user can act on.
 #pragma once
 
+#include <c10/core/Allocator.h>
 #include <memory>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -28,8 +30,9 @@ class Archive {
   std::string read_text(const std::string& name) const;
   /// The names of `models/<name>.json` in the archive.
   std::vector<std::string> model_names() const;
-  /// For loaders that need zero-copy access (weights): the underlying reader.
-  caffe2::serialize::PyTorchStreamReader& reader() const { return *reader_; }
+  /// Whole record as libtorch's buffer (weights: no copy); throws BadArchive when it is missing or its
+  /// zip entry is damaged (libtorch's reader throws c10::Error for that).
+  std::tuple<at::DataPtr, size_t> read_record(const std::string& name) const;
 
  private:
   std::string path_;

@@ -528,7 +528,12 @@ std::vector<PayloadEntry> parse_payload_config(const std::string& json_text, con
   std::vector<PayloadEntry> out;
   for (const auto& [fqn, meta] : config.get_config()) {
     PayloadEntry e{fqn, meta.get_path_name(), meta.get_is_param(), meta.get_use_pickle(), std::nullopt};
-    if (meta.get_tensor_meta()) e.meta = to_meta(*meta.get_tensor_meta(), where + " '" + fqn + "'");
+    try {
+      if (meta.get_tensor_meta()) e.meta = to_meta(*meta.get_tensor_meta(), where + " '" + fqn + "'");
+    } catch (const std::bad_variant_access&) {
+      bad(where, fmt::format("the tensor_meta of '{}' has a union with no member this schema knows (a size that is neither "
+                             "as_int nor as_expr?): the archive is corrupt", fqn));
+    }
     out.push_back(std::move(e));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.fqn < b.fqn; });

@@ -74,7 +74,7 @@ void load_payload(const Archive& archive, const std::string& dir, const std::str
     if (m.layout != Layout::Strided) bad(at, fmt::format("a {} tensor: pt2diff reads strided tensors only", layout_name(m.layout)));
     auto it = storages.find(e.path_name);
     if (it == storages.end()) {
-      auto [data, size] = archive.reader().getRecord(record);
+      auto [data, size] = archive.read_record(record);
       c10::Storage storage(c10::Storage::use_byte_size_t(), static_cast<int64_t>(size), std::move(data), nullptr, false);
       it = storages.emplace(e.path_name, std::move(storage)).first;
     }

@@ -4,6 +4,7 @@
 #
 #   scripts/test.sh                 all of it
 #   PT2DIFF_SKIP_SANITIZE=1 scripts/test.sh   skip the sanitizer build (faster local loop)
+#   PT2DIFF_SKIP_FUZZ=1 scripts/test.sh       skip the short fuzz run (scripts/fuzz.sh)
 #   scripts/test.sh --python /path/to/python  build and test against that Python's torch, as is (setup.sh)
 set -euo pipefail
 
@@ -23,6 +24,8 @@ PYTHON=${PT2DIFF_PYTHON:-$VENV/bin/python}
 "$ROOT/scripts/setup.sh" --no-run
 cmake --build "$BUILD"
 (cd "$BUILD" && ctest --output-on-failure -j2)
+# The archive loader and the inputs reader under libFuzzer: the kept crashes, then a fixed short run.
+[[ "${PT2DIFF_SKIP_FUZZ:-0}" == 1 ]] || "$ROOT/scripts/fuzz.sh"
 
 if [[ "${PT2DIFF_SKIP_SANITIZE:-0}" != 1 ]]; then
   ASAN_BUILD="$BUILD-sanitize"

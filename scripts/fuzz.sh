@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Fuzzes the archive loader and the inputs reader (libFuzzer + ASan/UBSan, docs/security.md).
+#
+#   scripts/fuzz.sh                         the short run scripts/test.sh does: every kept crash, then
+#                                           each target for a fixed number of inputs from a fixed seed
+#   scripts/fuzz.sh --seconds 3600 [TARGET...]   a campaign: TARGET (archive_fuzzer, inputs_fuzzer) or both
+#
+# Builds tests/fuzz/ with clang in $BUILD-fuzz. Corpora start from the fixtures; what a campaign finds
+# (new coverage) stays in $BUILD-fuzz/corpus/TARGET, crashes in $BUILD-fuzz/artifacts/TARGET: copy a
+# crash to tests/fuzz/crashes/TARGET/ once it is fixed, and every later run replays it.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PT2DIFF_HOME=${PT2DIFF_HOME:-${HOME:-/root}/.cache/pt2diff}
+VENV=${PT2DIFF_VENV:-$PT2DIFF_HOME/venv}
+BUILD=${PT2DIFF_BUILD_DIR:-$ROOT/build}
+FUZZ=$BUILD-fuzz
+PYTHON=${PT2DIFF_PYTHON:-$VENV/bin/python}
+export CCACHE_DIR=${CCACHE_DIR:-$PT2DIFF_HOME/ccache}
+RUNS=""  # per target below: about a minute each on 2 cores
+SECONDS_LIMIT=""
+targets=()
+while (($#)); do
+  case "$1" in
+    --runs) RUNS=$2; shift ;;
+    --seconds) SECONDS_LIMIT=$2; shift ;;
+    archive_fuzzer|inputs_fuzzer) targets+=("$1") ;;
+    *) echo "fuzz.sh: unknown argument '$1' (--runs N, --seconds S, archive_fuzzer, inputs_fuzzer)" >&2; exit 2 ;;
+  esac
+  shift
+done
+((${#targets[@]})) || targets=(archive_fuzzer inputs_fuzzer)
+
+say() { [[ -t 1 ]] && printf '\033[1m==> %s\033[0m\n' "$*" || printf '==> %s\n' "$*"; }
+
+if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+  say "installing clang and libFuzzer (Debian packages clang, libclang-rt-dev)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  llvm=$(apt-cache depends clang | sed -n 's/.*Depends: clang-\([0-9]*\)$/\1/p' | sed -n 1p)  # Debian 12: 14
+  apt-get install -y -qq --no-install-recommends clang "libclang-rt-$llvm-dev" >/dev/null
+fi
+if [[ ! -f "$FUZZ/build.ninja" ]]; then
+  say "configuring $FUZZ (clang, libFuzzer, ASan, UBSan)"
+  CC=clang CXX=clang++ cmake -S "$ROOT/tests/fuzz" -B "$FUZZ" -G Ninja -DPT2DIFF_PYTHON="$PYTHON" >/dev/null
+fi
+say "building the fuzz targets"
+cmake --build "$FUZZ" --target "${targets[@]}"
+
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+for target in "${targets[@]}"; do
+  case "$target" in
+    archive_fuzzer) seeds=("$ROOT"/fixtures/*.pt2 "$ROOT"/fixtures/malformed/*.pt2 "$ROOT"/fixtures/torch-2.11/*.pt2); dict=archive.dict
+                    runs=${RUNS:-20000} ;;
+    inputs_fuzzer) seeds=("$ROOT"/fixtures/*_inputs.pt "$ROOT"/fixtures/malformed/inputs_*.pt "$ROOT"/fixtures/torch-2.11/*_inputs.pt); dict=inputs.dict
+                   runs=${RUNS:-3000} ;;
+  esac
+  kept=("$ROOT/tests/fuzz/crashes/$target"/*)
+  if [[ -e "${kept[0]}" ]]; then
+    say "$target: replaying ${#kept[@]} kept crashes"
+    "$FUZZ/$target" "${kept[@]}" > "$FUZZ/$target.replay.log" 2>&1 || { echo "fuzz.sh: a kept crash of $target fails again: $FUZZ/$target.replay.log"; exit 1; }
+  fi
+  corpus=$FUZZ/corpus/$target artifacts=$FUZZ/artifacts/$target
+  mkdir -p "$artifacts"
+  if [[ -z "$SECONDS_LIMIT" ]]; then rm -rf "$corpus"; fi  # the short run starts from the seeds alone: the same every time
+  mkdir -p "$corpus"
+  cp -n "${seeds[@]}" "$corpus"/ 2>/dev/null || true
+  limit=(-runs="$runs" -seed=1)
+  [[ -n "$SECONDS_LIMIT" ]] && limit=(-max_total_time="$SECONDS_LIMIT")
+  say "$target: ${limit[*]} from ${#seeds[@]} seeds"
+  set +e
+  "$FUZZ/$target" "$corpus" -dict="$ROOT/tests/fuzz/$dict" "${limit[@]}" -artifact_prefix="$artifacts/" -print_final_stats=1 \
+    -timeout=30 -rss_limit_mb=8192 > "$FUZZ/$target.log" 2>&1
+  rc=$?
+  set -e
+  grep -E "^#[0-9]+ +(DONE|INITED)|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss|ERROR|SUMMARY|not a pt2diff" \
+    "$FUZZ/$target.log" | tail -8 || true
+  ((rc == 0)) || { echo "fuzz.sh: $target found a problem (exit $rc): see $FUZZ/$target.log and $artifacts"; exit 1; }
+done
+say "fuzzing: no crash, no stray exception"
