@@ -2,10 +2,13 @@
 // compile, run, shutdown; tensors through torch.save files in a private directory; every failure typed.
 #include "engine/backends/worker_backend.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -52,6 +55,53 @@ std::string read_file(const fs::path& p) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+/// "float32[4, 16]"; "a Double" for a value that is not a tensor.
+std::string describe_value(const c10::IValue& v) {
+  if (!v.isTensor()) return "a " + v.tagKind();
+  const at::Tensor& t = v.toTensor();
+  return fmt::format("{}[{}]", dtype_name(static_cast<DType>(t.scalar_type())), fmt::join(t.sizes(), ", "));
+}
+
+bool is_symbol(const std::string& expr) {
+  if (expr.empty() || !(std::isalpha(static_cast<unsigned char>(expr[0])) || expr[0] == '_')) return false;
+  return std::all_of(expr.begin(), expr.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+/// Dynamic sizes ("s77") as the region's inputs have them in this run.
+std::map<std::string, int64_t> bound_symbols(const Graph& g, const RegionSpec& region, const std::vector<c10::IValue>& inputs) {
+  std::map<std::string, int64_t> bound;
+  for (size_t i = 0; i < region.inputs.size() && i < inputs.size(); ++i) {
+    const Value& v = g.value(region.inputs[i]);
+    if (!v.meta || !inputs[i].isTensor()) continue;
+    const at::Tensor& t = inputs[i].toTensor();
+    if (static_cast<size_t>(t.dim()) != v.meta->sizes.size()) continue;
+    for (size_t d = 0; d < v.meta->sizes.size(); ++d)
+      if (is_symbol(v.meta->sizes[d].expr)) bound.emplace(v.meta->sizes[d].expr, t.size(static_cast<int64_t>(d)));
+  }
+  return bound;
+}
+
+/// Why `got` cannot be the value `expected` of the region: a tensor of another dtype or shape, or not a
+/// tensor at all (None is accepted: a worker may not compute an output nobody reads). "" when it can.
+/// Sizes are checked where known: static ones, and symbols bound by the region's inputs.
+std::string output_mismatch(const Value& expected, const c10::IValue& got, const std::map<std::string, int64_t>& bound) {
+  if (expected.kind != ValueKind::Tensor || !expected.meta || got.isNone()) return "";
+  const TensorMeta& meta = *expected.meta;
+  const std::string wanted = fmt::format("{}{}", dtype_name(meta.dtype), meta.shape_str());
+  const std::string mismatch = fmt::format("output '{}' is {}, expected {}", expected.name, describe_value(got), wanted);
+  if (!got.isTensor()) return mismatch;
+  const at::Tensor& t = got.toTensor();
+  if (meta.dtype != DType::Undefined && static_cast<DType>(t.scalar_type()) != meta.dtype) return mismatch;
+  if (static_cast<size_t>(t.dim()) != meta.sizes.size()) return mismatch;
+  for (size_t d = 0; d < meta.sizes.size(); ++d) {
+    const SymInt& size = meta.sizes[d];
+    std::optional<int64_t> want = size.value;
+    if (!want && bound.count(size.expr)) want = bound.at(size.expr);
+    if (want && t.size(static_cast<int64_t>(d)) != *want) return mismatch;
+  }
+  return "";
 }
 
 }  // namespace
@@ -277,20 +327,34 @@ std::vector<c10::IValue> WorkerBackend::run(const std::string& region_id, const 
   const std::string out = (impl_->dir / fmt::format("{}-out-{}.pt", region_id, ++impl_->files)).string();
   json req = {{"op", "run"}, {"region", region_id}, {"inputs", in}, {"outputs_file", out}};
   if (impl_->options.seed) req["seed"] = *impl_->options.seed;
-  json reply = impl_->request(req, "running " + region.describe(g), BackendFailure::Kind::RunFailed, region_id);
+  const std::string activity = "running " + region.describe(g);
+  json reply = impl_->request(req, activity, BackendFailure::Kind::RunFailed, region_id);
   seconds = reply.value("seconds", 0.0);
+  std::error_code ec;
+  fs::remove(in, ec);
+  if (!fs::exists(out)) {
+    throw BackendFailure(BackendFailure::Kind::RunFailed,
+                         fmt::format("the {} answered ok while {} but wrote no outputs file", impl_->label, activity));
+  }
   std::vector<c10::IValue> values;
   try {
     values = values_from_torch_save(read_file(out), out);
   } catch (const Error& e) {
-    throw BackendFailure(BackendFailure::Kind::RunFailed, fmt::format("the {}'s outputs are unreadable: {}", impl_->label, e.what()));
+    fs::remove(out, ec);
+    throw BackendFailure(BackendFailure::Kind::RunFailed,
+                         fmt::format("the {}'s outputs are unreadable after {}: {}", impl_->label, activity, first_line(e.what())));
   }
-  std::error_code ec;
-  fs::remove(in, ec);
   fs::remove(out, ec);
+  // What the worker returned must be what the region defines, before anyone judges it: a value of
+  // another dtype or shape would be cast, broadcast or flattened by the comparison, or throw there.
   if (values.size() != region.outputs.size())
-    throw BackendFailure(BackendFailure::Kind::RunFailed, fmt::format("the {} returned {} values for {} outputs", impl_->label,
-                                                                      values.size(), region.outputs.size()));
+    throw BackendFailure(BackendFailure::Kind::RunFailed, fmt::format("the {} returned {} values for {} outputs after {}", impl_->label,
+                                                                      values.size(), region.outputs.size(), activity));
+  const std::map<std::string, int64_t> bound = bound_symbols(g, region, inputs);
+  for (size_t i = 0; i < values.size(); ++i)
+    if (std::string why = output_mismatch(g.value(region.outputs[i]), values[i], bound); !why.empty())
+      throw BackendFailure(BackendFailure::Kind::RunFailed,
+                           fmt::format("the {} returned a wrong value after {}: {}", impl_->label, activity, why));
   return values;
 }
 
