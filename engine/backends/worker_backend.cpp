@@ -57,6 +57,14 @@ std::string read_file(const fs::path& p) {
   return s.str();
 }
 
+/// A torch.save file is a zip, which ends with its end-of-central-directory record (within its last
+/// 22 + 65535 bytes): a zip without one was cut short (a worker killed mid-write, a full disk).
+bool cut_short(const std::string& bytes) {
+  if (bytes.size() < 2 || bytes.compare(0, 2, "PK") != 0) return false;  // not a zip at all: the reader says so
+  const size_t tail = std::min<size_t>(bytes.size(), 22 + 65535);
+  return bytes.find("PK\x05\x06", bytes.size() - tail) == std::string::npos;
+}
+
 /// "float32[4, 16]"; "a Double" for a value that is not a tensor.
 std::string describe_value(const c10::IValue& v) {
   if (!v.isTensor()) return "a " + v.tagKind();
@@ -336,15 +344,20 @@ std::vector<c10::IValue> WorkerBackend::run(const std::string& region_id, const 
     throw BackendFailure(BackendFailure::Kind::RunFailed,
                          fmt::format("the {} answered ok while {} but wrote no outputs file", impl_->label, activity));
   }
+  const std::string bytes = read_file(out);
+  fs::remove(out, ec);
+  if (cut_short(bytes))
+    throw BackendFailure(BackendFailure::Kind::RunFailed,
+                         fmt::format("the {}'s outputs file is truncated after {}: {} bytes of a torch.save zip without its end "
+                                     "record (a write cut short: the worker died or its disk filled up)",
+                                     impl_->label, activity, bytes.size()));
   std::vector<c10::IValue> values;
   try {
-    values = values_from_torch_save(read_file(out), out);
+    values = values_from_torch_save(bytes, out);
   } catch (const Error& e) {
-    fs::remove(out, ec);
     throw BackendFailure(BackendFailure::Kind::RunFailed,
                          fmt::format("the {}'s outputs are unreadable after {}: {}", impl_->label, activity, first_line(e.what())));
   }
-  fs::remove(out, ec);
   // What the worker returned must be what the region defines, before anyone judges it: a value of
   // another dtype or shape would be cast, broadcast or flattened by the comparison, or throw there.
   if (values.size() != region.outputs.size())
