@@ -67,6 +67,9 @@ void check_tensor(const Program& p, const std::string& name, const Value& v, con
   if (!v.meta) return;
   const TensorMeta& m = *v.meta;
   const std::string want = fmt::format("{}{}", dtype_name(m.dtype), m.shape_str());
+  if (t.is_quantized())
+    bad(fmt::format("input '{}' is a quantized tensor ({}), the graph was exported with {}: dequantize it (x.dequantize()) and "
+                    "save again", name, c10::toString(t.scalar_type()), dtype_name(m.dtype)));
   if (static_cast<int8_t>(t.scalar_type()) != static_cast<int8_t>(m.dtype))
     bad(fmt::format("input '{}' has dtype {}, the graph was exported with {}: convert it (x.to(torch.{})) and save again",
                     name, dtype_name(static_cast<DType>(t.scalar_type())), dtype_name(m.dtype), dtype_name(m.dtype)));

@@ -5,6 +5,7 @@
 // input files (one line on stderr names it); 3 an internal error (a bug in pt2diff: please report it);
 // 4 the compiler failed, crashed or hung (the report, with everything computed, is still written).
 #include <c10/util/Exception.h>
+#include <cstdlib>
 #include <iostream>
 #include <vector>
 
@@ -12,8 +13,21 @@
 #include "graphs/archive.h"
 #include "pt2diff/error.h"
 
+namespace {
+
+/// libtorch's warnings (a deprecation while reading a quantized tensor, ...) would come before pt2diff's
+/// own one line and say nothing a user can act on; PT2DIFF_TORCH_WARNINGS=1 shows them.
+class QuietTorchWarnings final : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning&) override {}
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   pt2diff::cli::install_crash_report();
+  static QuietTorchWarnings quiet;
+  if (const char* show = std::getenv("PT2DIFF_TORCH_WARNINGS"); !show || std::string(show) != "1") c10::WarningUtils::set_warning_handler(&quiet);
   pt2diff::cli::invocation = pt2diff::shell_line(std::vector<std::string>(argv, argv + argc));
   CLI::App app{"pt2diff: find where a compiled PyTorch 2 graph stops agreeing with the truth"};
   app.require_subcommand(0, 1);

@@ -155,6 +155,13 @@ TEST(MemoryBombs, ARunThatWouldNotFitIsRefusedWithItsEstimateBeforeAnythingIsAll
   EXPECT_EQ(testing::run_cli("--compiled eager --max-memory 10Q " + fixture("mlp.pt2")).exit_code, 2);
 }
 
+TEST(MalformedInputs, AQuantizedInputIsOneLineWithoutLibtorchsWarning) {
+  auto r = testing::run_cli("inspect " + fixture("mlp.pt2") + " " + fixture("malformed/inputs_quantized.pt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "pt2diff: input 'x' is a quantized tensor (QInt8), the graph was exported with float32: dequantize it "
+                   "(x.dequantize()) and save again\n");
+}
+
 TEST(MalformedInputs, ADirectoryOrADeviceIsSaidToBeOne) {
   auto dir = testing::run_cli("inspect " + fixture("mlp.pt2") + " " + fixture("malformed"));
   EXPECT_EQ(dir.exit_code, 2);
