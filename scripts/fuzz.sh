@@ -51,9 +51,11 @@ export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktra
 for target in "${targets[@]}"; do
   case "$target" in
     archive_fuzzer) seeds=("$ROOT"/fixtures/*.pt2 "$ROOT"/fixtures/malformed/*.pt2 "$ROOT"/fixtures/torch-2.11/*.pt2); dict=archive.dict
-                    runs=${RUNS:-20000} ;;
+                    runs=${RUNS:-20000}
+                    extra=() ;;
     inputs_fuzzer) seeds=("$ROOT"/fixtures/*_inputs.pt "$ROOT"/fixtures/malformed/inputs_*.pt "$ROOT"/fixtures/torch-2.11/*_inputs.pt); dict=inputs.dict
-                   runs=${RUNS:-3000} ;;
+                   runs=${RUNS:-3000}
+                   extra=(-max_len=65536) ;;  # the 400 KB deep-list seed would make every mutation slow
   esac
   kept=("$ROOT/tests/fuzz/crashes/$target"/*)
   if [[ -e "${kept[0]}" ]]; then
@@ -69,7 +71,7 @@ for target in "${targets[@]}"; do
   [[ -n "$SECONDS_LIMIT" ]] && limit=(-max_total_time="$SECONDS_LIMIT")
   say "$target: ${limit[*]} from ${#seeds[@]} seeds"
   set +e
-  "$FUZZ/$target" "$corpus" -dict="$ROOT/tests/fuzz/$dict" "${limit[@]}" -artifact_prefix="$artifacts/" -print_final_stats=1 \
+  "$FUZZ/$target" "$corpus" -dict="$ROOT/tests/fuzz/$dict" "${limit[@]}" -artifact_prefix="$artifacts/" -print_final_stats=1 "${extra[@]}" \
     -timeout=30 -rss_limit_mb=8192 > "$FUZZ/$target.log" 2>&1
   rc=$?
   set -e
