@@ -24,5 +24,21 @@ else()
   set(PT2DIFF_SCHEMA_HAS_FLOAT_LISTS 1)
 endif()
 
+# at::accelerator::getMemoryInfo / getDeviceStats / resetPeakStats (ATen/DeviceAccelerator.h): the
+# GPU's free memory and the caching allocator's peak without CUDA headers. In torch 2.9 and later.
+set(PT2DIFF_TORCH_HAS_ACCELERATOR_MEMORY 0)
+foreach(_dir ${TORCH_INCLUDE_DIRS})
+  if(EXISTS "${_dir}/ATen/DeviceAccelerator.h")
+    file(READ "${_dir}/ATen/DeviceAccelerator.h" _accelerator)
+    string(FIND "${_accelerator}" "getMemoryInfo" _at_info)
+    string(FIND "${_accelerator}" "getDeviceStats" _at_stats)
+    if(NOT _at_info EQUAL -1 AND NOT _at_stats EQUAL -1)
+      set(PT2DIFF_TORCH_HAS_ACCELERATOR_MEMORY 1)
+    endif()
+    break()
+  endif()
+endforeach()
+
 configure_file("${CMAKE_CURRENT_SOURCE_DIR}/graphs/torch_compat.h.in" "${CMAKE_BINARY_DIR}/generated/graphs/torch_compat.h" @ONLY)
-message(STATUS "pt2diff: torch ${PT2DIFF_TORCH_VERSION} export schema: as_float_lists ${PT2DIFF_SCHEMA_HAS_FLOAT_LISTS}")
+message(STATUS "pt2diff: torch ${PT2DIFF_TORCH_VERSION} export schema: as_float_lists ${PT2DIFF_SCHEMA_HAS_FLOAT_LISTS}; "
+               "accelerator memory API ${PT2DIFF_TORCH_HAS_ACCELERATOR_MEMORY}")

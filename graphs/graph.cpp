@@ -103,6 +103,22 @@ std::string_view memory_format_name(MemoryFormat f) {
 
 std::string Device::str() const { return index < 0 ? type : fmt::format("{}:{}", type, index); }
 
+Device parse_device(const std::string& text) {
+  Device d;
+  const size_t colon = text.find(':');
+  d.type = text.substr(0, colon);
+  const bool known = d.type == "cpu" || d.type == "cuda" || d.type == "meta";
+  bool index_ok = colon == std::string::npos;
+  if (!index_ok && colon + 1 < text.size() && text.size() - colon <= 4 &&
+      text.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+    d.index = std::stoll(text.substr(colon + 1));
+    index_ok = d.type != "cpu" || d.index == 0;
+  }
+  if (!known || !index_ok)
+    throw Error(Error::Kind::Usage, fmt::format("'{}' is not a device: use cpu, cuda or cuda:N", text));
+  return d;
+}
+
 std::string SymInt::str() const { return value ? std::to_string(*value) : expr; }
 
 bool TensorMeta::is_dynamic() const {

@@ -40,6 +40,8 @@ MemoryEstimate estimate_memory(const Graph& graph, bool exploded, const std::map
     const double reference = is_complex(d) ? *n * 16 : is_floating(d) ? *n * 8 : own;
     const double all = own * (exploded ? 3 : 2) + reference;
     e.bytes += all;
+    e.native_bytes += own * (exploded ? 3 : 2);
+    e.reference_bytes += reference;
     if (all > e.largest_bytes) {
       e.largest_bytes = all;
       e.largest = fmt::format("{} {}{}", v.name, dtype_name(d), v.meta->shape_str());

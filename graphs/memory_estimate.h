@@ -18,6 +18,8 @@ struct MemoryEstimate {
   /// weights included) in its own dtype for the eager and the local run, in float64 for the reference
   /// (integers keep their dtype), and once more in its dtype when the exploded compile returns it.
   double bytes = 0;
+  double native_bytes = 0;     ///< of `bytes`, the values in their own dtypes (eager, local, exploded)
+  double reference_bytes = 0;  ///< of `bytes`, the fp64 run's values
   std::string largest;        ///< the value that needs the most: "repeat_1 float32[40000, 40000]"
   double largest_bytes = 0;   ///< what it needs, all copies
   size_t unsized = 0;         ///< tensor values whose size is unknown (not counted)

@@ -237,8 +237,29 @@ at::Tensor tensor_from_torch_save(const std::string& bytes, const std::string& w
   return v.toTensor();
 }
 
+namespace {
+
+/// `v` with every tensor on the host: files hold CPU tensors, whatever device the runs used (a reader
+/// maps them where it runs).
+c10::IValue on_host(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor().defined() && !v.toTensor().device().is_cpu() ? c10::IValue(v.toTensor().cpu()) : v;
+  if (v.isTuple()) {
+    std::vector<c10::IValue> items;
+    for (const c10::IValue& item : v.toTupleRef().elements()) items.push_back(on_host(item));
+    return c10::ivalue::Tuple::create(std::move(items));
+  }
+  if (v.isTensorList()) {
+    c10::List<at::Tensor> list;
+    for (const at::Tensor& t : v.toTensorVector()) list.push_back(t.defined() ? t.cpu() : t);
+    return list;
+  }
+  return v;
+}
+
+}  // namespace
+
 std::string to_torch_save(const c10::IValue& value) {
-  std::vector<char> bytes = torch::jit::pickle_save(value);
+  std::vector<char> bytes = torch::jit::pickle_save(on_host(value));
   return std::string(bytes.begin(), bytes.end());
 }
 

@@ -39,6 +39,8 @@ trap 'rm -rf "$TORCHINDUCTOR_CACHE_DIR"' EXIT
 
 check "the CLI's libstdc++ calls bind to libstdc++ (the torch 2.11+cu130 crash)" \
   "$ROOT/tests/linked_symbols_check.sh" "$cli" "$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$BUILD/CMakeCache.txt")"
+check "pt2diff's eager and fp64 runs on CUDA are PyTorch's (bit for bit; float64 to 1e-12), fp64 on the CPU when asked or short of memory, TF32 explained" \
+  "$PYTHON" "$ROOT/tests/device/engine_cuda.py" "$cli" "$fixtures"
 check "Inductor on CUDA gives torch.compile's numbers bit for bit" \
   "$PYTHON" "$ROOT/tests/engine/backends/inductor_agreement.py" "$cli" "$fixtures" mlp attention_core bf16_block_core
 check "a planted Inductor bug (fp32 matmuls in bf16) is localized on CUDA" \

@@ -32,8 +32,9 @@ std::unique_ptr<Backend> make_caching_backend(std::unique_ptr<Backend> inner, st
 /// empty) sees every node's call and may change its outputs.
 class InterpreterBackend : public Backend {
  public:
+  /// Regions run on `options.device` (the engine's native device), seeded with `options.seed`.
   InterpreterBackend(const Program& program, std::string name, std::function<void(const Node&, NodeCall&)> after_node,
-                     std::optional<uint64_t> seed);
+                     const BackendOptions& options);
   std::string name() const override { return name_; }
   std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override;
 

@@ -29,10 +29,12 @@ class InterpretedRegion final : public CompiledRegion {
 }  // namespace
 
 InterpreterBackend::InterpreterBackend(const Program& program, std::string name, std::function<void(const Node&, NodeCall&)> after_node,
-                                       std::optional<uint64_t> seed)
+                                       const BackendOptions& options)
     : interpreter_(program), name_(std::move(name)) {
   options_.after_node = std::move(after_node);
-  interpreter_.set_seed(seed);
+  interpreter_.set_seed(options.seed);
+  const Device device = parse_device(options.device);
+  interpreter_.set_devices(device, device);
 }
 
 std::unique_ptr<CompiledRegion> InterpreterBackend::compile(const RegionSpec& region, const std::vector<c10::IValue>&) {
@@ -41,7 +43,7 @@ std::unique_ptr<CompiledRegion> InterpreterBackend::compile(const RegionSpec& re
 }
 
 std::unique_ptr<Backend> make_eager_backend(const Program& program, const BackendOptions& options) {
-  return std::make_unique<InterpreterBackend>(program, "eager", nullptr, options.seed);
+  return std::make_unique<InterpreterBackend>(program, "eager", nullptr, options);
 }
 
 }  // namespace pt2diff

@@ -197,7 +197,7 @@ std::string fault_spec_for_window(const std::string& spec, const Graph& g, const
 std::unique_ptr<Backend> make_fault_backend(const std::string& spec, const Program& program, const BackendOptions& options) {
   Fault fault = parse_fault(spec, program.ir.graph);
   return std::make_unique<InterpreterBackend>(
-      program, describe(fault), [fault](const Node& n, NodeCall& call) { plant(fault, n, call); }, options.seed);
+      program, describe(fault), [fault](const Node& n, NodeCall& call) { plant(fault, n, call); }, options);
 }
 
 }  // namespace pt2diff

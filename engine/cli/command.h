@@ -59,7 +59,9 @@ struct InputOptions {
 /// --inductor-cache: what plays the compiled side and how it is set up.
 struct CompilerOptions {
   std::string compiled = "inductor";
-  std::string device;  ///< --device; empty: the device the graph was exported on
+  std::string device;  ///< --device; empty: default_device(program)
+  std::string reference_device = "auto";  ///< --reference-device
+  int64_t gpu_memory = 0;                 ///< --gpu-memory (DiffOptions::gpu_memory)
   BackendOptions backend;
   void add_to(CLI::App& app);
   /// Sets `options`' compiled side: this group, the seed of `inputs`, the libraries of `graph`, and

@@ -45,8 +45,21 @@ void CompilerOptions::add_to(CLI::App& app) {
   app.add_option("--compiled", compiled, "what plays the compiled side: inductor, eager, aoti:PACKAGE.pt2, external:COMMAND, fault:NODE:KIND")
       ->default_val("inductor");
   app.add_option("--device", device,
-                 "device the compiler targets (inductor, external): cpu or cuda[:N]; default: the device the graph was "
-                 "exported on (pt2diff's own eager and fp64 runs are on the CPU)");
+                 "device of the eager runs and the compiler (inductor, external): cpu or cuda[:N]; default: the device the "
+                 "graph was exported on when this machine has it, else cpu");
+  app.add_option("--reference-device", reference_device,
+                 "where the fp64 reference runs in a GPU run: auto (the GPU when it fits in --gpu-memory, else the CPU), cpu, cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->default_val("auto");
+  app.add_option_function<std::string>(
+         "--gpu-memory",
+         [this](const std::string& text) {
+           auto bytes = parse_byte_size(text);
+           if (!bytes) throw CLI::ValidationError("--gpu-memory", "'" + text + "' is not a size (16G, 512M, bytes) or none");
+           gpu_memory = *bytes;
+         },
+         "GPU memory the engine's runs may hold (estimated before they start): 16G, 512M, none (default: what the GPU has "
+         "free); with less, --reference-device auto runs the fp64 reference on the CPU");
   app.add_option("--inductor-config", backend.inductor_config,
                  "Inductor config override KEY=VALUE (a Python literal), repeatable: emulate_precision_casts=True");
   app.add_option("--matmul-precision", backend.matmul_precision,
@@ -96,7 +109,9 @@ void CompilerOptions::apply_to(DiffOptions& options, const Program& program, con
                                const InputOptions& inputs) const {
   options.compiled = compiled;
   options.backend = backend;
-  options.backend.device = device.empty() ? program.export_device.str() : device;
+  options.backend.device = !device.empty() ? device : default_device(program);
+  options.reference_device = reference_device;
+  options.gpu_memory = gpu_memory;
   options.backend.seed = inputs.seed;
   options.backend.op_libraries = graph.libraries;
 }

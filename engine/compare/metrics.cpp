@@ -1,5 +1,13 @@
-// engine/compare/metrics.cpp — one pass over the elements computes every metric.
+// engine/compare/metrics.cpp — one pass over the elements computes every metric (on the host); on a
+// GPU, the same metrics as ATen reductions there, with one small copy back.
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/exp2.h>
+#include <ATen/ops/frexp.h>
+#include <ATen/ops/stack.h>
 #include <ATen/ops/view_as_real.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
 #include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -45,27 +53,94 @@ std::vector<int64_t> unravel(int64_t flat, at::IntArrayRef sizes) {
   return index;
 }
 
-}  // namespace
+/// The metrics of `x` against `r` (float64, same shape, on a GPU) reduced there: elementwise tensors
+/// and a dozen scalars, one copy of those scalars to the host. The same definitions as the loop below.
+void measure_on_device(const at::Tensor& x, const at::Tensor& r, const Format& f, at::IntArrayRef sizes, Metrics& m) {
+  const at::Tensor xn = x.isnan(), rn = r.isnan(), xi = x.isinf(), ri = r.isinf();
+  const double inf = std::numeric_limits<double>::infinity();
+  at::Tensor d = at::where(xn.logical_or(rn), at::where(xn.logical_and(rn), 0.0, inf),
+                           at::where(x.eq(r), 0.0, (x - r).abs()));
+  const at::Tensor finite_d = d.isfinite();
+  const at::Tensor worst_at = d.numel() ? d.argmax() : at::zeros({}, d.options().dtype(at::kLong));
+  // ulp(r): 2^(max(floor(log2|r|), min_exponent) - mantissa), from frexp's exponent (|r| = m 2^e, m in [0.5, 1)).
+  const at::Tensor safe_r = at::where(r.isfinite(), r, 1.0);
+  const at::Tensor exponent = std::get<1>(at::frexp(safe_r)).to(at::kDouble).sub(1).clamp_min(f.min_exponent);
+  const at::Tensor ulp = at::exp2(exponent - f.mantissa_bits);
+  const at::Tensor zero = at::zeros({}, d.options());
+  const at::Tensor rel = at::where(r.ne(0).logical_and(r.isfinite()), d / r.abs(), zero);
+  const at::Tensor both_finite = x.isfinite().logical_and(r.isfinite());
+  const at::Tensor fx = at::where(both_finite, x, zero), fr = at::where(both_finite, r, zero);
+  const bool any = d.numel() > 0;
+  std::vector<at::Tensor> parts = {
+      xn.sum().to(at::kDouble), xi.sum().to(at::kDouble), rn.sum().to(at::kDouble), ri.sum().to(at::kDouble),
+      d.gt(0).sum().to(at::kDouble),
+      any ? d.max() : zero, any ? rel.max() : zero,
+      finite_d.logical_not().any().to(at::kDouble),
+      at::where(finite_d, d * d, zero).sum(),
+      any ? at::where(finite_d, d / ulp, zero).max() : zero,
+      (fx * fr).sum(), (fx * fx).sum(), (fr * fr).sum(),
+      worst_at.to(at::kDouble),
+      any ? x.reshape(-1).index_select(0, worst_at.reshape(1)).reshape({}) : zero,
+      any ? r.reshape(-1).index_select(0, worst_at.reshape(1)).reshape({}) : zero};
+  const at::Tensor host = at::stack(parts).cpu();
+  const double* h = host.data_ptr<double>();
+  m.nan = static_cast<int64_t>(h[0]);
+  m.inf = static_cast<int64_t>(h[1]);
+  m.ref_nan = static_cast<int64_t>(h[2]);
+  m.ref_inf = static_cast<int64_t>(h[3]);
+  m.mismatches = static_cast<int64_t>(h[4]);
+  if (any) {
+    m.worst_index = unravel(static_cast<int64_t>(h[13]), sizes);
+    m.worst_value = h[14];
+    m.worst_reference = h[15];
+  }
+  if (m.exact_kind) return;
+  const bool non_finite = h[7] != 0;
+  m.max_abs = h[5];
+  m.max_rel = h[6];
+  m.max_ulp = non_finite ? inf : h[9];
+  const double n = static_cast<double>(x.numel());  // complex values count as their real and imaginary parts
+  m.rmse = x.numel() == 0 ? 0 : non_finite ? inf : std::sqrt(h[8] / n);
+  const double dot = h[10], xx = h[11], rr = h[12];
+  m.cosine = (xx == 0 && rr == 0) ? 1.0 : (xx == 0 || rr == 0) ? 0.0 : dot / std::sqrt(xx * rr);
+}
 
-Metrics measure(const at::Tensor& value, const at::Tensor& reference, std::optional<at::ScalarType> ulp_dtype) {
+/// Checks shapes, sets numel and exact_kind, and gives both sides as contiguous float64 (complex as
+/// real pairs) on the reference's device.
+std::pair<at::Tensor, at::Tensor> prepare(const at::Tensor& value, const at::Tensor& reference, Metrics& m) {
   if (value.sizes() != reference.sizes())
     throw Error(Error::Kind::Internal, fmt::format("comparing a value of shape {} with a reference of shape {}",
                                                    fmt::join(value.sizes(), "x"), fmt::join(reference.sizes(), "x")));
-  Metrics m;
   m.numel = value.numel();
   const at::ScalarType dtype = value.scalar_type();
   m.exact_kind = !at::isFloatingType(dtype) && !at::isComplexType(dtype);
-  at::Tensor x = value, r = reference;
+  // Both sides on the reference's device: a compiled value read back to the host meets a GPU reference
+  // there, and a GPU value meets a CPU reference on the host.
+  at::Tensor x = value.device() == reference.device() ? value : value.to(reference.device()), r = reference;
   if (at::isComplexType(dtype)) {
     x = at::view_as_real(x.resolve_conj());
     r = at::view_as_real(r.resolve_conj());
   }
-  x = x.to(at::kDouble).contiguous();
-  r = r.to(at::kDouble).contiguous();
+  return {x.to(at::kDouble).contiguous(), r.to(at::kDouble).contiguous()};
+}
+
+}  // namespace
+
+Metrics measure_with_reductions(const at::Tensor& value, const at::Tensor& reference, std::optional<at::ScalarType> ulp_dtype) {
+  Metrics m;
+  auto [x, r] = prepare(value, reference, m);
+  measure_on_device(x, r, format_of(ulp_dtype.value_or(value.scalar_type())), value.sizes(), m);
+  return m;
+}
+
+Metrics measure(const at::Tensor& value, const at::Tensor& reference, std::optional<at::ScalarType> ulp_dtype) {
+  if (!reference.device().is_cpu()) return measure_with_reductions(value, reference, ulp_dtype);
+  Metrics m;
+  auto [x, r] = prepare(value, reference, m);
+  const Format f = format_of(ulp_dtype.value_or(value.scalar_type()));
   const double* xp = x.data_ptr<double>();
   const double* rp = r.data_ptr<double>();
   const int64_t n = x.numel();
-  const Format f = format_of(ulp_dtype.value_or(dtype));
   double sq = 0, dot = 0, xx = 0, rr = 0, worst = -1;
   int64_t worst_at = 0;
   for (int64_t i = 0; i < n; ++i) {

@@ -47,7 +47,11 @@ Verdict judge_against_fp64(const at::Tensor& result, const at::Tensor& fp64, con
 }
 }  // namespace
 
-Verdict judge(const at::Tensor& result, const at::Tensor& eager, const at::Tensor& fp64, const ToleranceRule& rule) {
+Verdict judge(const at::Tensor& result_anywhere, const at::Tensor& eager_anywhere, const at::Tensor& fp64, const ToleranceRule& rule) {
+  // One device for the comparisons: the referee's (a compiled value read back from a worker is on the
+  // host, eager and fp64 may be on a GPU, or fp64 on the host beside a GPU eager).
+  const c10::Device where = fp64.defined() ? fp64.device() : eager_anywhere.device();
+  const at::Tensor result = result_anywhere.to(where), eager = eager_anywhere.to(where);
   Verdict v;
   if (result.sizes() != eager.sizes()) {
     v.reason = "shape_mismatch";

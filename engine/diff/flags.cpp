@@ -18,7 +18,9 @@ std::vector<std::string> to_flags(const DiffOptions& o, const std::string& defau
   };
   // The compiled side.
   add("--compiled", o.compiled);
-  if (BackendSpec::parse(o.compiled).targets_device() && b.device != default_device) add("--device", b.device);
+  if (b.device != default_device) add("--device", b.device);  // the eager runs' device, and the compiler's
+  if (o.reference_device != defaults.reference_device) add("--reference-device", o.reference_device);
+  if (o.gpu_memory != defaults.gpu_memory) add("--gpu-memory", o.gpu_memory < 0 ? std::string("none") : fmt::format("{}", o.gpu_memory));
   for (const std::string& kv : b.inductor_config) add("--inductor-config", kv);
   if (!b.matmul_precision.empty()) add("--matmul-precision", b.matmul_precision);
   if (b.no_tf32) f.push_back("--no-tf32");

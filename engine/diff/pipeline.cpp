@@ -5,6 +5,8 @@
 #include <set>
 
 #include "engine/diff/stages.h"
+#include "engine/execution/device_memory.h"
+#include "engine/execution/math_settings.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {
@@ -30,7 +32,9 @@ DiffResult run_diff(const Program& program, const BoundInputs& inputs, const Dif
                     std::shared_ptr<std::string> step) {
   const auto start = std::chrono::steady_clock::now();
   RunState state(program, inputs, options, backend, std::move(step));
+  const MathSettingsScope math(options.backend);  // the user's TF32 / matmul precision, for the eager runs too
   for (Stage stage : kDiffStages) stage(state);
+  state.result.devices.peak_gpu_bytes = gpu_peak_bytes(parse_device(state.result.devices.native));
   state.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return std::move(state.result);
 }
@@ -79,6 +83,7 @@ std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, con
     throw Error(Error::Kind::Usage, fmt::format("the window's last node '{}' comes before its first '{}' in graph order", end.name, begin.name));
   std::unique_ptr<Backend> backend = make_backend(options.compiled, program, options.backend);
   RunState state(program, inputs, options, *backend, std::make_shared<std::string>());
+  const MathSettingsScope math(options.backend);
   plan_run(state);
   state.keep = true;  // the window is fed kept values, whatever the options say
   run_references(state);

@@ -1,11 +1,14 @@
-// engine/diff/plan.cpp — stage plan_run: what this graph and backend allow, and what the report must
-// say up front (in-place mutation, a GPU export run on the CPU).
+// engine/diff/plan.cpp — stage plan_run: what this graph and backend allow, where the runs go (CPU or
+// GPU, and the fp64 run's device), and what the report must say up front (in-place mutation, a GPU
+// export run on the CPU).
 #include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "engine/diff/stages.h"
+#include "engine/execution/device_memory.h"
 #include "graphs/memory_estimate.h"
+#include "pt2diff/error.h"
 
 namespace pt2diff {
 
@@ -21,12 +24,85 @@ std::string cpu_run_warning(const Program& program, const std::vector<DeviceRewr
   }
   std::vector<std::string> kinds;
   for (const auto& [what, nodes] : by_kind) kinds.push_back(fmt::format("{} ({})", what, fmt::join(nodes, ", ")));
-  return fmt::format("the graph was exported on {}; pt2diff's eager and fp64 runs are on the CPU, so eager is CPU eager "
-                     "(close to, not bit for bit, {} eager){}{}", program.export_device.str(), program.export_device.type,
+  return fmt::format("the graph was exported on {}; pt2diff's eager and fp64 runs are on the CPU (--device cpu, or no GPU "
+                     "here), so eager is CPU eager (close to, not bit for bit, {} eager){}{}", program.export_device.str(), program.export_device.type,
                      kinds.empty() ? "" : "; run differently there: ", fmt::join(kinds, "; "));
 }
 
+/// "cuda" → "cuda:0": reports name the GPU the runs used.
+Device indexed(Device d) {
+  if (d.type == "cuda" && d.index < 0) d.index = 0;
+  return d;
+}
+
+/// Where the engine's runs go (DiffResult::devices), refusing a run that would not fit before anything
+/// is allocated: eager, local and region runs on --device; fp64 on --reference-device, or for "auto"
+/// on the GPU when the estimate of every run fits in --gpu-memory (default: what the GPU has free),
+/// else on the CPU.
+void place_runs(RunState& s) {
+  RunDevices& d = s.result.devices;
+  const Device native = indexed(parse_device(s.options.backend.device));
+  require_device(native);
+  const Graph& g = s.program.ir.graph;
+  if (native.type == "cpu") {
+    check_memory(g, s.exploded, s.options.max_memory, s.inputs.symbols);
+    return;
+  }
+  const std::string& asked = s.options.reference_device;
+  if (asked != "auto" && asked != "cpu" && asked != "cuda")
+    throw Error(Error::Kind::Usage, fmt::format("--reference-device {}: use auto, cpu or cuda", asked));
+  const MemoryEstimate e = estimate_memory(g, s.exploded, s.inputs.symbols);
+  std::optional<double> limit;
+  std::string limit_name;
+  if (s.options.gpu_memory > 0) {
+    limit = static_cast<double>(s.options.gpu_memory);
+    limit_name = fmt::format("--gpu-memory {}", format_bytes(*limit));
+  } else if (s.options.gpu_memory == 0) {
+    if (auto info = gpu_memory_info(native)) {
+      limit = static_cast<double>(info->first);
+      limit_name = fmt::format("the {} free on {}", format_bytes(*limit), native.str());
+    }
+  }
+  if (limit && e.native_bytes > *limit)
+    throw Error(Error::Kind::Usage,
+                fmt::format("the eager runs on {} would hold about {} (the largest value: {}), more than {}: allow more with "
+                            "--gpu-memory SIZE (or none), run on the CPU with --device cpu, or use smaller inputs",
+                            native.str(), format_bytes(e.native_bytes), e.largest, limit_name));
+  Device reference = native;
+  if (asked == "cpu") {
+    reference = Device{};
+    d.why = "--reference-device cpu";
+  } else if (asked == "cuda") {
+    d.why = "--reference-device cuda";
+  } else if (!limit) {
+    d.why = s.options.gpu_memory < 0 ? "auto: --gpu-memory none" : "auto: this torch cannot tell the GPU's free memory";
+  } else if (e.native_bytes + e.reference_bytes <= *limit) {
+    d.why = fmt::format("auto: the runs need about {} (fp64 {}) of {}", format_bytes(e.native_bytes + e.reference_bytes),
+                        format_bytes(e.reference_bytes), limit_name);
+  } else {
+    reference = Device{};
+    d.why = fmt::format("auto: the fp64 run (about {}) does not fit beside the eager runs ({}) in {}; it runs on the CPU",
+                        format_bytes(e.reference_bytes), format_bytes(e.native_bytes), limit_name);
+  }
+  // The host holds a CPU reference's values: refuse one that would not fit there either.
+  if (reference.type == "cpu" && s.options.max_memory >= 0) {
+    const std::optional<int64_t> host = s.options.max_memory > 0 ? std::optional<int64_t>(s.options.max_memory) : available_memory();
+    if (host && e.reference_bytes > static_cast<double>(*host))
+      throw Error(Error::Kind::Usage, fmt::format("the fp64 run on the CPU would hold about {}, more than {}: allow more with "
+                                                  "--max-memory SIZE (or none), or use smaller inputs",
+                                                  format_bytes(e.reference_bytes), format_bytes(static_cast<double>(*host))));
+  }
+  d.native = native.str();
+  d.reference = reference.str();
+  s.interpreter.set_devices(native, reference);
+  reset_gpu_peak(native);
+}
+
 }  // namespace
+
+std::string default_device(const Program& program) {
+  return program.export_device.type == "cuda" && cuda_present() ? program.export_device.str() : "cpu";
+}
 
 void plan_run(RunState& s) {
   DiffResult& r = s.result;
@@ -42,12 +118,12 @@ void plan_run(RunState& s) {
     r.warnings.push_back("an op in this graph mutates values in place (a custom op in a training-IR graph): the exploded compile "
                          "and localization are skipped; export the core ATen graph (ep.run_decompositions(), where mutation "
                          "is functional: auto_functionalized) to localize");
-  if (s.program.export_device.type != "cpu") r.warnings.push_back(cpu_run_warning(s.program, s.interpreter.device_rewrites()));
   s.exploded = s.options.exploded && s.backend.compiles_regions() && !s.in_place;
   s.bisect = s.options.localize.enabled && !s.in_place;
   s.keep = s.exploded || (s.bisect && s.backend.compiles_regions());
-  // Before any run allocates: refuse with the estimate rather than die in the allocator.
-  check_memory(s.program.ir.graph, s.exploded, s.options.max_memory, s.inputs.symbols);
+  place_runs(s);
+  if (s.program.export_device.type != "cpu" && r.devices.native == "cpu")
+    r.warnings.push_back(cpu_run_warning(s.program, s.interpreter.device_rewrites()));
 }
 
 }  // namespace pt2diff

@@ -198,14 +198,12 @@ class DispatcherKernel : public Kernel {
       case K::MemoryFormat: return to_c10(a.as<MemoryFormat>());
       case K::Layout: return to_c10(a.as<Layout>());
       case K::Device: {
+        // A device baked in by the export (factories, casts, metadata asserts) follows the run.
         const Device& d = a.as<Device>();
-        // pt2diff runs every graph on the CPU: a device baked in by an export on a GPU (factories,
-        // casts, metadata asserts) follows the run, as move_to_device_pass would rewrite it.
-        if (runs_elsewhere(d)) {
-          record(ctx, fmt::format("{} {} -> cpu", sa.name(), d.str()));
-          return c10::Device(c10::kCPU);
-        }
-        return c10::Device(d.index < 0 ? d.type : fmt::format("{}:{}", d.type, d.index));
+        const c10::Device to = run_device(d, ctx);
+        if (to.str() != d.str() && !(d.index < 0 && to.type() == c10::DeviceType::CUDA && d.type == "cuda"))
+          record(ctx, fmt::format("{} {} -> {}", sa.name(), d.str(), to.str()));
+        return to;
       }
       default:
         throw Error(Error::Kind::Unsupported, fmt::format("argument '{}' of kind {} cannot be passed to {}", sa.name(),

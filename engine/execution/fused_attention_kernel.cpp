@@ -1,7 +1,8 @@
 // engine/execution/fused_attention_kernel.cpp — the CUDA-only fused attention ops of a graph exported
 // on a GPU (flash, memory-efficient, cuDNN), run on the CPU as aten._scaled_dot_product_attention_math:
 // the definition of scaled dot-product attention, with fp64 and CPU kernels, where the fused ops have
-// neither. Only output 0 (the attention) is produced: logsumexp, RNG state and debug masks exist for
+// neither (on a GPU, the native run calls the fused kernel itself). Only output 0 (the attention) is
+// produced: logsumexp, RNG state and debug masks exist for
 // backward, and a graph that reads them is refused before it runs.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_strided.h>
@@ -32,7 +33,8 @@ at::Tensor with_recorded_strides(const at::Tensor& out, const Value& value) {
 
 class FusedAttentionKernel final : public Kernel {
  public:
-  FusedAttentionKernel(c10::OperatorHandle math, const Node& node) : math_(std::move(math)), fused_(short_target(node.target)) {
+  FusedAttentionKernel(c10::OperatorHandle math, std::unique_ptr<Kernel> fused, const Node& node)
+      : math_(std::move(math)), fused_kernel_(std::move(fused)), fused_(short_target(node.target)) {
     const NamedArgument* dropout = node.input("dropout_p");
     random_ = dropout && dropout->arg.kind == Argument::Kind::Float && dropout->arg.as<double>() != 0.0;
   }
@@ -43,6 +45,9 @@ class FusedAttentionKernel final : public Kernel {
   }
 
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
+    // On the GPU the native run calls the fused kernel itself, as eager does; the fp64 run (no fp64
+    // fused kernels) and CPU runs use the math form.
+    if (fused_kernel_ && ctx.device.is_cuda() && ctx.precision == Precision::Native) return fused_kernel_->run(node, g, f, ctx);
     if (ctx.fixups) ctx.fixups->insert(fmt::format("{}: CUDA fused kernel -> aten._scaled_dot_product_attention_math", fused_));
     auto tensor = [&](const char* name) -> c10::IValue {
       const NamedArgument* a = node.input(name);
@@ -76,6 +81,7 @@ class FusedAttentionKernel final : public Kernel {
 
  private:
   c10::OperatorHandle math_;
+  std::unique_ptr<Kernel> fused_kernel_;  ///< the node's own op (null when this libtorch lacks it)
   std::string fused_;
   bool random_ = false;
 };
@@ -98,7 +104,8 @@ std::unique_ptr<Kernel> make_fused_attention_kernel(const Node& node, const Grap
     why = "a CUDA-only fused attention, and this libtorch has no aten._scaled_dot_product_attention_math to run it";
     return nullptr;
   }
-  return std::make_unique<FusedAttentionKernel>(*math, node);
+  std::string no_fused;
+  return std::make_unique<FusedAttentionKernel>(*math, make_dispatcher_kernel(node, no_fused), node);
 }
 
 }  // namespace pt2diff

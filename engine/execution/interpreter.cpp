@@ -8,6 +8,8 @@
 #include <c10/core/InferenceMode.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <map>
+#include <mutex>
 #include <set>
 #include <unordered_map>
 
@@ -93,12 +95,53 @@ class DefaultDtypeGuard {
   caffe2::TypeMeta saved_;
 };
 
+/// A reference run's graph inputs are cast to float64 when a node first reads them, not before the
+/// run: only the fp64 copies of live weights are held at once (and freed after their last use).
+struct LazyReference {
+  std::vector<char> pending;  ///< by ValueId: a graph input still in its native dtype
+
+  void cast(ValueId v, Frame& f) {
+    const auto i = static_cast<size_t>(v);
+    if (i >= pending.size() || !pending[i]) return;
+    pending[i] = 0;
+    if (f.values[i].isTensor()) f.values[i] = to_reference(f.values[i].toTensor());
+  }
+  void before(const Node& n, Frame& f) {
+    if (pending.empty()) return;
+    for (ValueId v : n.input_values()) cast(v, f);
+  }
+  void before_outputs(const Graph& g, Frame& f) {
+    if (pending.empty()) return;
+    for (const Argument& a : g.outputs())
+      for (ValueId v : a.values()) cast(v, f);
+  }
+};
+
 }  // namespace
 
 struct Interpreter::Impl {
   const Program& program;
   std::unordered_map<const Graph*, GraphPlan> plans;
   std::optional<uint64_t> seed;
+  c10::Device native_device = c10::Device(c10::kCPU);     ///< native, local and region runs
+  c10::Device reference_device = c10::Device(c10::kCPU);  ///< the fp64 run
+  /// The weights on a GPU, copied there once per device (the CPU uses Program::state as is).
+  mutable std::mutex state_mutex;
+  mutable std::map<std::string, std::unordered_map<std::string, c10::IValue>> device_state;
+
+  /// `program.state[name]` on `device`.
+  c10::IValue weight(const std::string& name, const c10::Device& device) const {
+    c10::IValue w = program.state.at(name);
+    if (device.is_cpu() || !w.isTensor()) return w;
+    std::lock_guard<std::mutex> lock(state_mutex);
+    auto& on_device = device_state[device.str()];
+    auto it = on_device.find(name);
+    if (it == on_device.end()) it = on_device.emplace(name, w.toTensor().to(device)).first;
+    return it->second;
+  }
+  std::function<c10::IValue(const std::string&, const c10::Device&)> lookup() const {
+    return [this](const std::string& name, const c10::Device& device) { return weight(name, device); };
+  }
 
   void reseed() const {
     if (seed) at::manual_seed(*seed);
@@ -141,9 +184,10 @@ struct Interpreter::Impl {
   }
 
   std::vector<c10::IValue> run_graph(const Graph& g, Frame& f, const ExecContext& ctx, const RunOptions& options,
-                                     bool top_level) const {
+                                     bool top_level, LazyReference* lazy = nullptr) const {
     const GraphPlan& plan = plans.at(&g);
     for (const Node& n : g.nodes()) {
+      if (lazy) lazy->before(n, f);
       try {
         plan.kernels[static_cast<size_t>(n.id)]->run(n, g, f, ctx);
       } catch (const Error&) {
@@ -160,6 +204,7 @@ struct Interpreter::Impl {
       if (options.free_at_last_use)
         for (ValueId v : plan.last_use.dies_after[static_cast<size_t>(n.id)]) f.values[static_cast<size_t>(v)] = c10::IValue();
     }
+    if (lazy) lazy->before_outputs(g, f);
     std::vector<c10::IValue> outputs;
     for (const Argument& a : g.outputs()) outputs.push_back(output_value(a, f, g));
     return outputs;
@@ -195,9 +240,13 @@ Interpreter::~Interpreter() = default;
 
 namespace {
 
-/// Sets a run's graph inputs: weights from the program, user inputs from the binding; floating
-/// tensors upcast for the reference run.
-Frame input_frame(const Program& p, const BoundInputs& inputs, Precision precision) {
+using WeightLookup = std::function<c10::IValue(const std::string& name, const c10::Device& device)>;
+
+/// Sets a run's graph inputs on `device`: weights from the program, user inputs from the binding. For
+/// the reference run, `lazy` (when given) marks its floating tensors to be cast to float64 on first
+/// use; without it they are cast here.
+Frame input_frame(const Program& p, const WeightLookup& weight, const BoundInputs& inputs, Precision precision,
+                  const c10::Device& device, LazyReference* lazy = nullptr) {
   const Graph& g = p.ir.graph;
   Frame f;
   f.values.resize(g.values().size());
@@ -210,21 +259,30 @@ Frame input_frame(const Program& p, const BoundInputs& inputs, Precision precisi
     c10::IValue value;
     switch (spec.kind) {
       case InputSpec::Kind::Parameter: case InputSpec::Kind::Buffer: case InputSpec::Kind::TensorConstant:
-        value = p.state.at(spec.target);
+        value = weight(spec.target, device);
         break;
       case InputSpec::Kind::UserInput: {
         auto it = user.find(i);
         if (it == user.end())
           throw Error(Error::Kind::BadInputs, fmt::format("no value bound for input '{}'", g.value(ids.front()).name));
         value = to_ivalue(*it->second);
+        if (value.isTensor() && value.toTensor().device() != device) value = value.toTensor().to(device);
         break;
       }
       default:
         throw Error(Error::Kind::Unsupported, fmt::format("graph input '{}' is a {}: pt2diff cannot provide it",
                                                           g.value(ids.front()).name, input_kind_name(spec.kind)));
     }
-    if (precision == Precision::Fp64 && value.isTensor()) value = to_reference(value.toTensor());
-    f.values[static_cast<size_t>(ids.front())] = std::move(value);
+    const auto slot = static_cast<size_t>(ids.front());
+    if (precision == Precision::Fp64 && value.isTensor()) {
+      if (lazy) {
+        lazy->pending.resize(g.values().size());
+        lazy->pending[slot] = 1;
+      } else {
+        value = to_reference(value.toTensor());
+      }
+    }
+    f.values[slot] = std::move(value);
   }
   return f;
 }
@@ -232,12 +290,19 @@ Frame input_frame(const Program& p, const BoundInputs& inputs, Precision precisi
 }  // namespace
 
 std::vector<c10::IValue> graph_input_values(const Program& program, const BoundInputs& inputs) {
-  return input_frame(program, inputs, Precision::Native).values;
+  auto weight = [&](const std::string& name, const c10::Device&) { return program.state.at(name); };
+  return input_frame(program, weight, inputs, Precision::Native, c10::Device(c10::kCPU)).values;
+}
+
+std::vector<c10::IValue> Interpreter::graph_inputs(const BoundInputs& inputs) const {
+  return input_frame(impl_->program, impl_->lookup(), inputs, Precision::Native, impl_->native_device).values;
 }
 
 ExecContext Interpreter::Impl::context(Precision precision, RunResult& result, std::set<std::string>& fixups) const {
   ExecContext ctx;
   ctx.precision = precision;
+  ctx.device = precision == Precision::Fp64 ? reference_device : native_device;
+  ctx.export_device_type = program.export_device.type;
   ctx.not_comparable = &result.not_comparable;
   ctx.fixups = precision == Precision::Fp64 ? &fixups : nullptr;
   const Impl* self = this;
@@ -256,8 +321,14 @@ bool Interpreter::mutates_inputs() const {
   return false;
 }
 
+void Interpreter::set_devices(const Device& native, const Device& reference) {
+  impl_->native_device = c10::Device(native.str());
+  impl_->reference_device = c10::Device(reference.str());
+}
+
 std::vector<DeviceRewrite> Interpreter::device_rewrites() const {
   std::vector<DeviceRewrite> out;
+  if (!impl_->native_device.is_cpu()) return out;  // a GPU run keeps the graph's devices and fused kernels
   auto collect = [&](const Graph& g) {
     const GraphPlan& plan = impl_->plans.at(&g);
     for (const Node& n : g.nodes())
@@ -277,8 +348,9 @@ RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options)
   RunResult result;
   std::set<std::string> fixups;
   ExecContext ctx = impl_->context(options.precision, result, fixups);
-  Frame f = input_frame(impl_->program, inputs, options.precision);
-  result.outputs = impl_->run_graph(impl_->program.ir.graph, f, ctx, options, true);
+  LazyReference lazy;
+  Frame f = input_frame(impl_->program, impl_->lookup(), inputs, options.precision, ctx.device, &lazy);
+  result.outputs = impl_->run_graph(impl_->program.ir.graph, f, ctx, options, true, &lazy);
   result.fixups.assign(fixups.begin(), fixups.end());
   return result;
 }
@@ -303,8 +375,11 @@ std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const
   given.values.resize(g.values().size());
   scratch.values.resize(g.values().size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const bool widen = options.precision == Precision::Widened && inputs[i].isTensor();
-    given.values[static_cast<size_t>(region.inputs[i])] = widen ? c10::IValue(to_widened(inputs[i].toTensor())) : inputs[i];
+    c10::IValue value = inputs[i];
+    if (value.isTensor() && value.toTensor().defined() && value.toTensor().device() != ctx.device)
+      value = value.toTensor().to(ctx.device);
+    const bool widen = options.precision == Precision::Widened && value.isTensor();
+    given.values[static_cast<size_t>(region.inputs[i])] = widen ? c10::IValue(to_widened(value.toTensor())) : value;
   }
   // An op that mutates its inputs in place must not write into the caller's values.
   bool mutating = false;
@@ -385,8 +460,8 @@ void fill_local_inputs(const Kernel& kernel, const std::vector<ValueId>& ins, co
     const c10::IValue& nat = native.values[static_cast<size_t>(v)];
     scratch.values[static_cast<size_t>(v)] =
         ref.isTensor() && nat.isTensor()
-            ? c10::IValue(kernel.mutates_inputs() ? ref.toTensor().to(nat.toTensor().scalar_type(), false, /*copy=*/true)
-                                                   : ref.toTensor().to(nat.toTensor().scalar_type()))
+            ? c10::IValue(ref.toTensor().to(nat.toTensor().device(), nat.toTensor().scalar_type(), false,
+                                            /*copy=*/kernel.mutates_inputs()))
             : ref;
   }
 }
@@ -403,8 +478,11 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
   std::set<std::string> native_fixups, fp64_fixups;
   ExecContext native_ctx = impl_->context(Precision::Native, result.native, native_fixups);
   ExecContext fp64_ctx = impl_->context(Precision::Fp64, result.fp64, fp64_fixups);
-  Frame native = input_frame(p, inputs, Precision::Native);
-  Frame fp64 = input_frame(p, inputs, Precision::Fp64);
+  LazyReference lazy;
+  Frame native = input_frame(p, impl_->lookup(), inputs, Precision::Native, native_ctx.device);
+  Frame fp64 = input_frame(p, impl_->lookup(), inputs, Precision::Fp64, fp64_ctx.device, &lazy);
+  // The fp64 run on another device draws from another generator: its random nodes are not comparable.
+  const bool one_generator = native_ctx.device == fp64_ctx.device;
   Frame scratch;
   scratch.values.resize(g.values().size());
   std::vector<c10::IValue> native_out, fp64_out, local_out;
@@ -413,13 +491,20 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
     // A random node's three runs start from the same generator state; afterwards the generator is
     // where the native run left it, so the native stream is exactly that of a plain native run.
     const bool random = kernel.is_random();
-    at::Tensor rng_before, rng_after;
-    at::Generator rng = at::detail::getDefaultCPUGenerator();  // a handle to the global generator
+    at::Tensor rng_before, rng_after, fp64_rng_before;
+    // Handles to the global generators of the runs' devices.
+    at::Generator rng = at::globalContext().defaultGenerator(native_ctx.device);
+    at::Generator fp64_rng = at::globalContext().defaultGenerator(fp64_ctx.device);
     if (random) {
       result.native.random_nodes.push_back(n.name);
       rng_before = rng.get_state();
+      if (!one_generator) {
+        fp64_rng_before = fp64_rng.get_state();
+        result.fp64.not_comparable.push_back(n.name);
+      }
     }
     const std::vector<ValueId> ins = n.input_values(), outs = n.output_values();
+    lazy.before(n, fp64);
     fill_local_inputs(kernel, ins, native, fp64, scratch);
     run_guarded(n, Precision::Native, [&] { kernel.run(n, g, native, native_ctx); });
     if (random) {
@@ -427,7 +512,7 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
       rng.set_state(rng_before);
     }
     run_guarded(n, Precision::Fp64, [&] { kernel.run(n, g, fp64, fp64_ctx); });
-    if (random) rng.set_state(rng_before);
+    if (random) (one_generator ? rng : fp64_rng).set_state(one_generator ? rng_before : fp64_rng_before);
     run_guarded(n, Precision::Native, [&] { kernel.run(n, g, scratch, native_ctx); });
     if (random) rng.set_state(rng_after);
     native_out.clear();
@@ -449,6 +534,7 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
       fp64.values[static_cast<size_t>(v)] = c10::IValue();
     }
   }
+  lazy.before_outputs(g, fp64);
   for (const Argument& a : g.outputs()) {
     result.native.outputs.push_back(impl_->output_value(a, native, g));
     result.fp64.outputs.push_back(impl_->output_value(a, fp64, g));

@@ -19,9 +19,13 @@ struct Frame {
   const c10::IValue& at(ValueId v, const Graph& g) const;
 };
 
-/// What a kernel may need from the run: the precision and a way to run a subgraph.
+/// What a kernel may need from the run: the precision, the device and a way to run a subgraph.
 struct ExecContext {
   Precision precision = Precision::Native;
+  /// Where this run's tensors live. A device baked into the graph (factories, casts, metadata asserts)
+  /// follows it: see run_device().
+  c10::Device device = c10::Device(c10::kCPU);
+  std::string export_device_type = "cpu";  ///< Program::export_device.type: "cuda" for a GPU export
   std::function<std::vector<c10::IValue>(const Graph&, std::vector<c10::IValue>)> run_subgraph;
   std::vector<std::string>* not_comparable = nullptr;
   std::set<std::string>* fixups = nullptr;  ///< fp64 fix-ups applied, as "op: what" (deduplicated)
@@ -58,6 +62,11 @@ std::unique_ptr<Kernel> make_auto_functionalized_kernel(const Node& node, std::s
 /// A CUDA-only fused attention op run as aten._scaled_dot_product_attention_math (refused when the
 /// graph reads its other outputs).
 std::unique_ptr<Kernel> make_fused_attention_kernel(const Node& node, const Graph& graph, std::string& why);
+
+/// The device a node's device argument `d` means in a run on `ctx.device`, as torch.export's
+/// move_to_device_pass would rewrite it: on the CPU every device but meta is the CPU; on a GPU the
+/// export's device (and any CUDA device) is the run's GPU, and other devices stay.
+c10::Device run_device(const Device& d, const ExecContext& ctx);
 
 /// Resolves a literal-or-value symbolic argument.
 c10::IValue sym_value(const SymArg& s, const Frame& frame, const Graph& graph);

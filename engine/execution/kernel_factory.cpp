@@ -14,6 +14,13 @@ const c10::IValue& Frame::at(ValueId v, const Graph& g) const {
   return value;
 }
 
+c10::Device run_device(const Device& d, const ExecContext& ctx) {
+  if (d.type == "meta") return c10::Device(c10::kMeta);
+  if (ctx.device.is_cpu()) return c10::Device(c10::kCPU);
+  if (d.type == ctx.export_device_type || d.type == "cuda") return ctx.device;
+  return c10::Device(d.index < 0 ? d.type : fmt::format("{}:{}", d.type, d.index));
+}
+
 c10::IValue sym_value(const SymArg& s, const Frame& frame, const Graph& graph) {
   if (!s.is_literal()) return frame.at(s.value, graph);
   return std::visit([](auto x) { return c10::IValue(x); }, s.literal);

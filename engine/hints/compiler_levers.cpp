@@ -50,6 +50,29 @@ bool window_has_fp32_matmul(const HintContext& ctx) {
   return false;
 }
 
+bool on_gpu(const HintContext& ctx) { return ctx.options.backend.device.rfind("cuda", 0) == 0; }
+
+/// Some node of the window is one of `ops` (names as reduction_op_name gives them: "div", "exp").
+bool window_has_op(const HintContext& ctx, const std::vector<std::string>& ops) {
+  for (NodeId n : ctx.window.nodes)
+    if (std::find(ops.begin(), ops.end(), reduction_op_name(ctx.program.ir.graph.node(n))) != ops.end()) return true;
+  return false;
+}
+
+bool window_has_float(const HintContext& ctx) { return window_has_dtype(ctx, [](at::ScalarType t) { return at::isFloatingType(t); }); }
+
+// What Triton computes differently from eager's CUDA kernels, op by op (torch/_inductor/config.py).
+const std::vector<std::string> kDividing = {"div", "reciprocal", "true_divide", "_softmax", "softmax", "_log_softmax", "log_softmax",
+                                            "native_layer_norm", "layer_norm", "rms_norm", "_fused_rms_norm", "mean", "var_mean",
+                                            "var", "native_group_norm", "group_norm", "_native_batch_norm_legit_no_training"};
+const std::vector<std::string> kLibdevice = {"exp", "exp2", "expm1", "log", "log2", "log1p", "pow", "erf", "erfc", "tanh", "sigmoid",
+                                             "gelu", "silu", "softplus", "_softmax", "softmax", "_log_softmax", "log_softmax",
+                                             "rsqrt", "sqrt", "sin", "cos", "atan2"};
+const std::vector<std::string> kReducing = {"sum", "mean", "amax", "amin", "var", "var_mean", "_softmax", "softmax", "_log_softmax",
+                                            "log_softmax", "native_layer_norm", "layer_norm", "rms_norm", "_fused_rms_norm",
+                                            "native_group_norm", "group_norm", "mm", "bmm", "addmm", "baddbmm", "linear", "matmul",
+                                            "convolution", "cumsum", "prod", "norm", "linalg_vector_norm"};
+
 const std::vector<Lever>& levers() {
   static const std::vector<Lever> all = {
       {"emulate_precision_casts", "--inductor-config emulate_precision_casts=True",
@@ -65,10 +88,32 @@ const std::vector<Lever>& levers() {
                                     !ctx.options.backend.no_tf32;  // cuDNN convolutions default to TF32 on CUDA
          return tf32_possible && window_has_fp32_matmul(ctx);
        },
-       [](BackendOptions& o) {
-         o.matmul_precision = "highest";
-         o.no_tf32 = true;
-       }},
+       [](BackendOptions& o) { o.no_tf32 = true; }},
+      // The GPU levers: Triton's numerics against eager's CUDA kernels, one knob at a time. A knob the
+      // worker's torch lacks fails its compile at once (bad_request) and is noted as tried.
+      {"division_rounding", "--inductor-config eager_numerics.division_rounding=True",
+       "torch._inductor.config.eager_numerics.division_rounding = True",
+       "the difference is Triton's approximate fp32 division (div.full) where eager's kernels round exactly (div_rn)",
+       [](const HintContext& ctx) { return on_gpu(ctx) && window_has_float(ctx) && window_has_op(ctx, kDividing); },
+       [](BackendOptions& o) { o.inductor_config.push_back("eager_numerics.division_rounding=True"); }},
+      {"disable_ftz", "--inductor-config eager_numerics.disable_ftz=True", "torch._inductor.config.eager_numerics.disable_ftz = True",
+       "the difference is Triton flushing fp32 denormals to zero in its math functions, which eager keeps",
+       [](const HintContext& ctx) { return on_gpu(ctx) && window_has_float(ctx) && window_has_op(ctx, kLibdevice); },
+       [](BackendOptions& o) { o.inductor_config.push_back("eager_numerics.disable_ftz=True"); }},
+      {"use_pytorch_libdevice", "--inductor-config eager_numerics.use_pytorch_libdevice=True",
+       "torch._inductor.config.eager_numerics.use_pytorch_libdevice = True",
+       "the difference is Triton's bundled libdevice (pow, erf, log about 1 ulp from the CUDA toolkit's that eager uses)",
+       [](const HintContext& ctx) { return on_gpu(ctx) && window_has_float(ctx) && window_has_op(ctx, kLibdevice); },
+       [](BackendOptions& o) { o.inductor_config.push_back("eager_numerics.use_pytorch_libdevice=True"); }},
+      {"deterministic", "--inductor-config deterministic=True", "torch._inductor.config.deterministic = True",
+       "the difference is an autotuning choice (a reduction config or GEMM picked by timing at compile time): with one "
+       "stable choice the window agrees",
+       [](const HintContext& ctx) { return on_gpu(ctx) && window_has_float(ctx) && window_has_op(ctx, kReducing); },
+       [](BackendOptions& o) { o.inductor_config.push_back("deterministic=True"); }},
+      {"strict_numerics", "--inductor-config numerics='strict'", "torch._inductor.config.numerics = 'strict'",
+       "the difference is Triton's reduction order: in torch's strict-numerics mode (2.14 and later) CUDA sums follow eager's order",
+       [](const HintContext& ctx) { return on_gpu(ctx) && window_has_float(ctx) && window_has_op(ctx, kReducing); },
+       [](BackendOptions& o) { o.inductor_config.push_back("numerics='strict'"); }},
       {"fallback_random", "--inductor-config fallback_random=True", "torch._inductor.config.fallback_random = True",
        "the difference is Inductor's own random number generation: with eager's kernels, seeded alike, the streams agree",
        [](const HintContext& ctx) { return !ctx.random_nodes.empty(); },

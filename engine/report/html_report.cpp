@@ -164,7 +164,10 @@ std::string header(const DiffResult& r, const HtmlOptions& o, bool graph_failed,
   fact("compiled", "<code>" + esc(r.compiled) + "</code>");
   const std::string device = device_of(r, o);
   fact("device", device.empty() ? "<span class=\"muted\">not recorded</span>" : "<code>" + esc(device) + "</code>");
-  fact("reference", "fp64 (op by op)");
+  fact("reference", r.devices.reference == "cpu" && r.devices.native == "cpu"
+                        ? std::string("fp64 (op by op)")
+                        : fmt::format("fp64 (op by op) on <code>{}</code>, eager on <code>{}</code> <span class=\"muted\">({})</span>",
+                                      esc(r.devices.reference), esc(r.devices.native), esc(r.devices.why)));
   std::string rule = "<code>" + esc(rule_name(r.rule)) + "</code>";
   if (r.rule.kind == ToleranceRule::Kind::Same)
     rule += fmt::format(" <span class=\"muted\">(RMSE multipliers {:g} fp32, {:g} low precision)</span>", r.rule.fp32_multiplier,

@@ -127,6 +127,8 @@ std::string to_json(const DiffResult& r) {
             {"graph", r.graph},
             {"inputs", r.inputs},
             {"compiled", r.compiled},
+            {"devices", {{"native", r.devices.native}, {"reference", r.devices.reference}, {"why", r.devices.why},
+                         {"peak_gpu_bytes", r.devices.peak_gpu_bytes}}},
             {"tolerance", tolerance_json(r.rule)},
             {"verdict", graph_failed ? "compiler_failed" : r.diverged ? "diverged" : "agree"},
             {"compiled_failed", r.compiled_failed},

@@ -128,7 +128,7 @@ SweepResult sweep(const Program& program, const BoundInputs& inputs, const Sweep
           if (kept->compiled_local.defined() && !judge(kept->compiled_local, kept->local, kept->fp64, rule).pass)
             local_fails = true;
           if (kept->eager.is_floating_point() &&
-              !at::allclose(kept->eager.to(at::kDouble), kept->fp64.to(at::kDouble), tol, tol, /*equal_nan=*/true))
+              !at::allclose(kept->eager.to(kept->fp64.device(), at::kDouble), kept->fp64.to(at::kDouble), tol, tol, /*equal_nan=*/true))
             propagated_fails = true;
         }
         if (local_fails && p.first_diverging.empty()) p.first_diverging = n.name;

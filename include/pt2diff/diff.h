@@ -37,4 +37,8 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
 std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, const std::string& first, const DiffOptions& options,
                           const std::string& last = "");
 
+/// The device a diff of `program` runs on unless BackendOptions::device says otherwise: the device it
+/// was exported on when this machine's libtorch has it ("cuda:0"), else "cpu".
+std::string default_device(const Program& program);
+
 }  // namespace pt2diff

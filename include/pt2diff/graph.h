@@ -61,6 +61,9 @@ struct Device {
   bool operator==(const Device&) const = default;
 };
 
+/// "cpu", "cuda", "cuda:1", "meta" → Device. Throws pt2diff::Error(Usage) naming `text` otherwise.
+Device parse_device(const std::string& text);
+
 /// A size, stride or offset: a literal, or a symbol expression with its example-time hint.
 struct SymInt {
   std::optional<int64_t> value;  ///< set when static

@@ -25,7 +25,10 @@ namespace pt2diff {
 using WaitCallback = std::function<void(const std::string& activity, double elapsed_seconds)>;
 
 struct BackendOptions {
-  std::string device = "cpu";  ///< "cpu" or "cuda[:N]" (inductor, external)
+  /// "cpu" or "cuda[:N]": the device the compiler targets (inductor, external) and the one the
+  /// engine's eager (native), local and region runs execute on (diff() also places the fp64 run:
+  /// DiffOptions::reference_device).
+  std::string device = "cpu";
   /// Inductor config overrides, "key=value" (value as a Python literal): "emulate_precision_casts=True".
   std::vector<std::string> inductor_config;
   /// How long one request to a worker may take (compile, run) before it is killed and reported.
@@ -72,6 +75,12 @@ struct DiffOptions {
   /// Refuse a run whose runs would hold more than this many bytes (an estimate from the graph's shapes,
   /// made before anything is allocated): 0, the memory available when it starts; negative, no limit.
   int64_t max_memory = 0;
+  /// Where the fp64 reference runs when `backend.device` is a GPU: "auto" (the GPU when the runs'
+  /// estimate fits in `gpu_memory`, else the CPU: DiffResult::devices says which and why), "cpu", "cuda".
+  std::string reference_device = "auto";
+  /// The GPU memory the engine's runs may hold, in bytes: 0, what the GPU has free when the run starts;
+  /// negative, no limit. A cap makes "auto" put the fp64 run on the CPU sooner.
+  int64_t gpu_memory = 0;
 };
 
 /// The flags of `pt2diff GRAPH INPUTS` that run the CLI with `options` again: every option that differs

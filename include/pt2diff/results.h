@@ -69,10 +69,23 @@ struct OutputVerdict {
   Metrics eager_to_fp64;
 };
 
+/// Where the engine's own runs executed, and how the fp64 run's device was chosen.
+struct RunDevices {
+  std::string native = "cpu";     ///< the eager (native dtypes), local and region runs: "cpu", "cuda:0"
+  std::string reference = "cpu";  ///< the fp64 reference run
+  /// Why the reference is where it is: "--reference-device cpu", "auto: the fp64 run needs about 3.1 GiB
+  /// of the 80 GiB free on cuda:0"; empty for a CPU run.
+  std::string why;
+  /// The most GPU memory the engine's allocations held at once (torch's caching allocator), in bytes;
+  /// -1 for a CPU run or a torch without the counter.
+  int64_t peak_gpu_bytes = -1;
+};
+
 struct DiffResult {
   std::string graph;
   std::string inputs;      ///< where the inputs came from
   std::string compiled;    ///< the backend that played "compiled"
+  RunDevices devices;
   ToleranceRule rule;
   std::vector<NodeError> nodes;       ///< topological order
   std::vector<size_t> ranking;        ///< indexes into `nodes`, most local error first (at most DiffOptions::top)

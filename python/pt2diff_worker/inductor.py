@@ -26,19 +26,24 @@ def config_value(text):
 @contextlib.contextmanager
 def torch_settings(settings):
     """The torch globals a region was compiled under ("matmul_precision", "tf32"), set for its
-    compile and every run (cuBLAS and cuDNN read them at call time), then put back."""
+    compile and every run (cuBLAS and cuDNN read them at call time), then put back.
+
+    Only the two legacy setters are used, as the engine does in its own process
+    (engine/execution/math_settings.cpp): they keep torch's legacy and per-backend fp32 settings in
+    step. "tf32" False is matmul precision "highest" (over "matmul_precision") and cuDNN TF32 off;
+    setting cuBLAS TF32 off after precision "high" leaves a mixed state that torch 2.13 refuses to read."""
     precision = torch.get_float32_matmul_precision()
-    matmul_tf32, cudnn_tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    cudnn_tf32 = torch.backends.cudnn.allow_tf32
     try:
-        if "matmul_precision" in settings:
-            torch.set_float32_matmul_precision(settings["matmul_precision"])
         if settings.get("tf32") is False:
-            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.set_float32_matmul_precision("highest")
             torch.backends.cudnn.allow_tf32 = False
+        elif "matmul_precision" in settings:
+            torch.set_float32_matmul_precision(settings["matmul_precision"])
         yield
     finally:
         torch.set_float32_matmul_precision(precision)
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul_tf32, cudnn_tf32
+        torch.backends.cudnn.allow_tf32 = cudnn_tf32
 
 
 class Worker:

@@ -381,7 +381,13 @@ class SettingsTest(unittest.TestCase):
             self.assertEqual(torch.get_float32_matmul_precision(), "highest")
             self.assertFalse(torch.backends.cuda.matmul.allow_tf32)
             self.assertFalse(torch.backends.cudnn.allow_tf32)
+        # TF32 off after precision "high" (the flags a user may pass together) is a state torch reads back.
+        with torch_settings({"matmul_precision": "high", "tf32": False}):
+            self.assertEqual(torch.get_float32_matmul_precision(), "highest")
+            self.assertFalse(torch.backends.cuda.matmul.allow_tf32)
+            self.assertFalse(torch.backends.cudnn.allow_tf32)
         with self.assertRaises(RuntimeError), torch_settings({"matmul_precision": "high"}):
+            self.assertTrue(torch.backends.cuda.matmul.allow_tf32)
             raise RuntimeError("in the region")
         self.assertEqual((torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32,
                           torch.backends.cudnn.allow_tf32), before)

@@ -32,6 +32,8 @@ DiffOptions parse(const Program& program, const std::vector<std::string>& args) 
 void expect_same(const DiffOptions& a, const DiffOptions& b) {
   EXPECT_EQ(a.compiled, b.compiled);
   EXPECT_EQ(a.backend.device, b.backend.device);
+  EXPECT_EQ(a.reference_device, b.reference_device);
+  EXPECT_EQ(a.gpu_memory, b.gpu_memory);
   EXPECT_EQ(a.backend.inductor_config, b.backend.inductor_config);
   EXPECT_EQ(a.backend.matmul_precision, b.backend.matmul_precision);
   EXPECT_EQ(a.backend.no_tf32, b.backend.no_tf32);
@@ -69,12 +71,14 @@ TEST(FlagsRoundTrip, EveryOptionIsWrittenBackAndParsesTheSame) {
        "--load-library", "/opt/ops/libmy_ops.so", "--load-library", "/opt/ops/libother.so", "--seed", "7", "--rule", "allclose",
        "--tol", "1.5e-06", "--fp32-multiplier", "2.5", "--low-precision-multiplier", "4", "--small-tensor-multipliers",
        "--no-exploded", "--no-localize", "--bisect", "linear", "--max-compiles", "9", "--repeats", "3", "--top", "4", "--max-memory", "1.5G"},
-      {"--compiled", "inductor", "--device", "cuda:1", "--rule", "ulp:4", "--max-memory", "none"},
+      {"--compiled", "inductor", "--device", "cuda:1", "--rule", "ulp:4", "--max-memory", "none", "--reference-device", "cpu",
+       "--gpu-memory", "40G"},
+      {"--compiled", "eager", "--device", "cuda", "--reference-device", "cuda", "--gpu-memory", "none"},
       {"--compiled", "external:python3 my worker.py --flag", "--device", "cuda", "--rule", "cosine:0.95"},
   };
   for (const auto& args : cases) {
     const DiffOptions first = parse(program, args);
-    const std::vector<std::string> written = to_flags(first, program.export_device.str());
+    const std::vector<std::string> written = to_flags(first, default_device(program));
     SCOPED_TRACE(shell_line(written));
     // Nothing given is dropped (--compiled is always written; --device only where it is not the default).
     std::set<std::string> given = flag_names(args), back = flag_names(written);

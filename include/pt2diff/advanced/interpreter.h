@@ -129,12 +129,22 @@ class Interpreter {
   /// continues from wherever it is.
   void set_seed(std::optional<uint64_t> seed);
 
+  /// Where the runs execute (default: both on the CPU): `native` for the native, local and region runs,
+  /// `reference` for the fp64 run. Inputs and weights are copied there (weights once per device); a
+  /// device baked into the graph follows the run (on a GPU, the export's device is the run's GPU). With
+  /// the fp64 run on another device, random nodes draw other streams and are reported not comparable.
+  void set_devices(const Device& native, const Device& reference);
+
+  /// The graph inputs' values on the native device (graph_input_values(), moved there).
+  std::vector<c10::IValue> graph_inputs(const BoundInputs& inputs) const;
+
   /// Some op writes into its inputs in place (a custom op in a training-IR graph): values kept from a
   /// run may change later in that run, so keepers copy them.
   bool mutates_inputs() const;
 
   /// The nodes that run differently from the graph as written because pt2diff runs it on the CPU, in
-  /// graph order. Empty for a graph exported on the CPU. Known before anything runs.
+  /// graph order. Empty for a graph exported on the CPU, and for native runs on a GPU. Known before
+  /// anything runs.
   std::vector<DeviceRewrite> device_rewrites() const;
 
  private:

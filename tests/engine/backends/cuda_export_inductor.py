@@ -3,9 +3,10 @@
 
     cuda_export_inductor.py PT2DIFF FIXTURES_DIR
 
-- By default Inductor compiles for the device the graph was exported on (cuda:0). Where this torch has
-  no CUDA, that is one clear line naming the remedy and exit code 4; the eager and fp64 results are
-  still reported.
+- By default pt2diff runs on the device the graph was exported on (cuda:0) when this machine has it.
+  Where pt2diff's torch has no CUDA, the default is the CPU (the report says the graph was exported on
+  cuda:0 and what runs differently), and an explicit --device cuda is one clear line naming the remedy
+  and exit code 2, before anything runs.
 - With --device cpu the worker loads the GPU archive on the CPU (weights, sample inputs and baked
   devices moved, fused attention as math attention) and Inductor's result is as close to CUDA eager
   as pt2diff's CPU eager is: its RMSE to the float64 module within 2x CUDA eager's (same()'s fp32
@@ -29,12 +30,15 @@ def main():
     graph = os.path.join(fixtures, "attention_cuda_fp32.pt2")
     inputs = os.path.join(fixtures, "attention_cuda_fp32_inputs.pt")
     if not torch.cuda.is_available():
-        run = subprocess.run([pt2diff, graph, inputs], capture_output=True, text=True)
+        run = subprocess.run([pt2diff, graph, inputs, "--device", "cuda"], capture_output=True, text=True)
         lines = [line for line in run.stderr.splitlines() if line.strip()]
-        if run.returncode != 4 or len(lines) != 1 or "sees no CUDA device" not in lines[0] or "--device cpu" not in lines[0]:
-            failures.append(f"default device: exit {run.returncode}, stderr {run.stderr!r}")
-        if "compiled = inductor (cuda:0)" not in run.stdout or "warning: the graph was exported on cuda:0" not in run.stdout:
-            failures.append(f"default device: the report does not say what ran where:\n{run.stdout}")
+        if run.returncode != 2 or len(lines) != 1 or "sees no CUDA device" not in lines[0] or "--device cpu" not in lines[0]:
+            failures.append(f"--device cuda without a GPU: exit {run.returncode}, stderr {run.stderr!r}")
+        run = subprocess.run([pt2diff, graph, inputs], capture_output=True, text=True)
+        if run.returncode != 0 or "compiled = inductor (cpu)" not in run.stdout or \
+                "warning: the graph was exported on cuda:0" not in run.stdout:
+            failures.append(f"default device without a GPU: exit {run.returncode}; the report does not say what ran where:\n"
+                            f"{run.stdout}\n{run.stderr}")
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("attention_cuda_fp32", "attention_cuda_masked_fp32"):
             saved = os.path.join(tmp, name + ".pt")

@@ -6,7 +6,10 @@
 For each fixture: `pt2diff NAME.pt2 NAME_inputs.pt --save-outputs F --no-exploded`, then in this
 process `torch.compile(ep.module())` on the same inputs under torch.no_grad() (the worker compiles
 for inference), and the compiled outputs must be equal bit for bit. With PT2DIFF_TEST_DEVICE=cuda
-(scripts/gpu_test.sh) both compile for the GPU: `--device cuda`, and the module and inputs moved there.
+(scripts/gpu_test.sh) both compile for the GPU: `--device cuda`, and the module and inputs moved there,
+and both with Inductor's `deterministic=True`: on the GPU Inductor otherwise benchmarks reduction configs
+at compile time and keeps the fastest, so two compiles of one graph can sum in different orders (seen:
+attention_core's softmax 6e-8 apart between two compiles on an H200).
 """
 import os
 import subprocess
@@ -54,8 +57,9 @@ def main():
             graph = os.path.join(fixtures, name + ".pt2")
             inputs_file = os.path.join(fixtures, base + "_inputs.pt")
             saved = os.path.join(tmp, name + "_outputs.pt")
-            run = subprocess.run([pt2diff, graph, inputs_file, "--save-outputs", saved, "--no-exploded", "--device", device],
-                                 capture_output=True, text=True)
+            deterministic = ["--inductor-config", "deterministic=True"] if device != "cpu" else []
+            run = subprocess.run([pt2diff, graph, inputs_file, "--save-outputs", saved, "--no-exploded", "--device", device,
+                                  *deterministic], capture_output=True, text=True)
             if run.returncode not in (0, 1):
                 print(f"{name}: pt2diff exited {run.returncode}: {run.stderr.strip()}")
                 failures += 1
@@ -69,7 +73,7 @@ def main():
                 args, kwargs = torch.utils._pytree.tree_map(
                     lambda v: v.to(device) if isinstance(v, torch.Tensor) else v, (args, kwargs))
             torch._dynamo.reset()
-            with torch.no_grad():
+            with torch.no_grad(), torch._inductor.config.patch(deterministic=device != "cpu"):
                 expected = torch.compile(module)(*args, **kwargs)
             expected = [t.cpu() for t in torch.utils._pytree.tree_leaves(expected) if isinstance(t, torch.Tensor)]
             # pt2diff reports user outputs first, in signature order: the leaves of the user's output.

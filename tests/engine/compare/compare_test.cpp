@@ -58,6 +58,47 @@ TEST(Metrics, IntegersCountMismatchesOnly) {
   EXPECT_EQ(m.worst_index, std::vector<int64_t>{1});
 }
 
+/// measure() on a GPU reduces with ATen ops (measure_with_reductions); on the CPU the two must agree:
+/// every count, index and extreme exactly, RMSE and cosine to the rounding of differently ordered sums.
+void expect_same_metrics(const at::Tensor& value, const at::Tensor& reference, std::optional<at::ScalarType> ulp = std::nullopt) {
+  const Metrics a = measure(value, reference, ulp), b = measure_with_reductions(value, reference, ulp);
+  EXPECT_EQ(a.numel, b.numel);
+  EXPECT_EQ(a.exact_kind, b.exact_kind);
+  EXPECT_EQ(a.nan, b.nan);
+  EXPECT_EQ(a.inf, b.inf);
+  EXPECT_EQ(a.ref_nan, b.ref_nan);
+  EXPECT_EQ(a.ref_inf, b.ref_inf);
+  EXPECT_EQ(a.mismatches, b.mismatches);
+  EXPECT_EQ(a.worst_index, b.worst_index);
+  EXPECT_EQ(a.max_abs, b.max_abs);
+  EXPECT_EQ(a.max_rel, b.max_rel);
+  EXPECT_EQ(a.max_ulp, b.max_ulp);
+  if (std::isnan(a.worst_value)) EXPECT_TRUE(std::isnan(b.worst_value)); else EXPECT_EQ(a.worst_value, b.worst_value);
+  if (std::isnan(a.worst_reference)) EXPECT_TRUE(std::isnan(b.worst_reference)); else EXPECT_EQ(a.worst_reference, b.worst_reference);
+  if (std::isfinite(a.rmse)) EXPECT_NEAR(a.rmse, b.rmse, 1e-14 * std::max(1.0, a.rmse)); else EXPECT_EQ(a.rmse, b.rmse);
+  EXPECT_NEAR(a.cosine, b.cosine, 1e-14);
+}
+
+TEST(Metrics, ReductionsGiveTheLoopsNumbers) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  at::Tensor ref = at::linspace(-3.0, 7.0, 1001, at::kDouble);
+  expect_same_metrics(ref.to(at::kBFloat16), ref);
+  expect_same_metrics(ref.to(at::kFloat), ref);
+  expect_same_metrics(ref.to(at::kHalf).reshape({7, 11, 13}), ref.reshape({7, 11, 13}));
+  expect_same_metrics(ref.to(at::kFloat), ref, at::kBFloat16);
+  // Ties for the worst element (the first wins), zeros in the reference, subnormals.
+  expect_same_metrics(doubles({1, 2, 3, 4}), doubles({0, 3, 2, 4}));
+  expect_same_metrics(doubles({1e-310, 0, -0.0, 5e-324}), doubles({0, 1e-310, 0, 0}));
+  // NaN and infinities on either side.
+  expect_same_metrics(doubles({nan, 1, inf, -inf, 2, nan}), doubles({1, nan, inf, inf, 2, nan}));
+  expect_same_metrics(doubles({1, 2}), doubles({inf, 2}));
+  // Integers (exact kinds), complex values, empty and 0-dim tensors.
+  expect_same_metrics(at::arange(10, at::kLong), at::arange(10, at::kLong) * 2);
+  expect_same_metrics(at::linspace(0, 1, 6, at::kComplexFloat), at::linspace(0, 1.1, 6, at::kComplexDouble));
+  expect_same_metrics(doubles({}), doubles({}));
+  expect_same_metrics(at::full({}, 2.5, at::kFloat), at::full({}, 2.0, at::kDouble));
+}
+
 TEST(Verdict, AllcloseToEagerPasses) {
   at::Tensor eager = at::linspace(0.0, 1.0, 100, at::kFloat);
   Verdict v = judge(eager + 1e-5, eager, eager.to(at::kDouble), ToleranceRule{});
