@@ -336,7 +336,34 @@ def ren_build(d):
     return table(["what", "time", "note"], rows)
 
 
+def ren_gpu(d):
+    """bench/gpu_bench.py's rows (run by hand on a CUDA machine: bench/results/gpu.json)."""
+    def wall(row, key):
+        v = row.get(key)
+        if v is None:
+            return "not measured"
+        return f"{v['wall']:.1f} s" if "error" not in v else f"exit {v['exit']} ({v['error'].split(': ')[1] if ': ' in v['error'] else ''})"
+
+    def culprit(row, key):
+        v = row.get(key)
+        if v is None or "error" in v:
+            return wall(row, key)
+        return f"{v['wall']:.1f} s ({', '.join(v.get('culprit') or ['-'])}; {v.get('localize_compiles')} localization compiles)"
+
+    def peak(row, key):
+        v = row.get(key) or {}
+        b = (v.get("devices") or {}).get("peak_gpu_bytes", -1)
+        return f"{b / 2**20:.0f} MiB" if b and b > 0 else "-"
+
+    rows = [[f"{r['model']} {r['dtype']}", str(r["nodes"]), wall(r, "e2e_cuda"), wall(r, "e2e_cpu"), culprit(r, "culprit_cuda"),
+             wall(r, "fp64_pass_gpu"), wall(r, "fp64_pass_cpu_reference"), wall(r, "fp64_pass_all_cpu"),
+             f"{peak(r, 'e2e_cuda')} / {peak(r, 'fp64_pass_gpu')} / {r['pytorch_eager_peak_bytes'] / 2**20:.0f} MiB"] for r in d]
+    return table(["graph", "nodes", "end to end, CUDA", "end to end, CPU", "time to culprit, CUDA", "fp64 pass: all on GPU",
+                  "eager GPU, fp64 CPU", "all on CPU", "peak GPU: pt2diff end to end / fp64 pass / PyTorch eager"], rows)
+
+
 RENDERERS = {n: globals()["ren_" + n] for n in ALL_SECTIONS}
+RENDERERS["gpu"] = ren_gpu  # rendered from results only: bench/gpu_bench.py measures it on a GPU machine
 
 
 def caption(res):
@@ -346,7 +373,7 @@ def caption(res):
     if res.get("benchmark_library_build_type") == "debug":
         build_type = (" Google Benchmark is Debian's package, whose library reports a debug build: that is the harness, not"
                       " pt2diff (built RelWithDebInfo).")
-    return (f"*Measured {res['date']} at commit {res['commit']} by `bench/run.sh` on {m['cpu']} ({m['cores']} cores, {m['memory_gib']} GiB), "
+    return (f"*Measured {res['date']} at commit {res['commit']} by `{res.get('runner', 'bench/run.sh')}` on {m['cpu']} ({m['cores']} cores, {m['memory_gib']} GiB), "
             f"{m['compiler']}, torch {res['torch']}. Commands: {cmds}.{build_type}*")
 
 

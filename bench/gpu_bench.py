@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""pt2diff on a GPU against the CPU, for docs/performance.md (run by hand on a CUDA machine).
+
+    python bench/gpu_bench.py PT2DIFF OUT.json
+
+Exports two graphs on the GPU with this machine's torch, each in float32 and bfloat16: a transformer
+block (attention + MLP, d=512, 8 heads, batch 8 x 256 tokens) and a small real model,
+torch.nn.TransformerEncoder (4 layers, d=256, 8 heads, batch 8 x 128). For each, the same archive and
+inputs with `--device cuda` and `--device cpu`:
+- end to end: `pt2diff G I` against the real Inductor (caches off), the whole default job;
+- time to culprit: the worker with a planted lowering bug (bench/gpu_worker_bug.py: fp32 matmuls in
+  bf16, bf16 matmul operands through float8), the culprit and the compiles;
+- the fp64 pass: `--compiled eager --no-exploded --no-localize` (eager, fp64 and local runs in
+  lockstep), fp64 on the GPU and on the CPU;
+- peak GPU memory of pt2diff's engine (the caching allocator's peak, from the report) against
+  PyTorch eager's own peak running the module once (the fp32/bf16 live set).
+Writes every measurement to OUT.json and prints a markdown table. GPU_BENCH_ONLY="MODEL:DTYPE,..." and
+GPU_BENCH_RUNS="e2e_cuda,..." limit what runs (a device's time budget).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d=512, heads=8):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.fc, self.out = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+        return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x))))
+
+
+def models():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(256, 8, dim_feedforward=1024, dropout=0.0, batch_first=True)
+    encoder = torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False)
+    return [("transformer_block", Block(), (8, 256, 512)), ("nn.TransformerEncoder", encoder, (8, 128, 256))]
+
+
+def export(name, module, shape, dtype, tmp):
+    module = module.to("cuda", dtype).eval()
+    x = torch.randn(*shape, device="cuda", dtype=dtype)
+    with torch.no_grad():
+        ep = torch.export.export(module, (x,)).run_decompositions()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        module(x)
+        torch.cuda.synchronize()
+        eager_peak = torch.cuda.max_memory_allocated()
+    graph, inputs = os.path.join(tmp, f"{name}_{dtype}.pt2".replace("torch.", "")), os.path.join(tmp, f"{name}_inputs.pt")
+    torch.export.save(ep, graph)
+    torch.save((x.cpu(),), inputs)
+    nodes = sum(1 for n in ep.graph.nodes if n.op == "call_function")
+    return graph, inputs, nodes, eager_peak, base
+
+
+def pt2diff(cli, graph, inputs, tmp, *flags):
+    report = os.path.join(tmp, "r.json")
+    if os.path.exists(report):
+        os.remove(report)
+    env = dict(os.environ, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1")
+    start = time.perf_counter()
+    run = subprocess.run([cli, graph, inputs, "--json", report, *flags], capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    if run.returncode not in (0, 1):
+        return {"wall": wall, "exit": run.returncode, "error": run.stderr.strip()[-300:]}
+    r = json.load(open(report))
+    loc = r.get("localization") or {}
+    culprit = loc.get("culprit") or {}
+    return {"wall": round(wall, 2), "exit": run.returncode, "verdict": r["verdict"], "seconds": r["seconds"],
+            "devices": r["devices"], "compiles": len(r.get("compiles", [])), "culprit": culprit.get("ops"),
+            "culprit_nodes": culprit.get("nodes"), "localize_compiles": loc.get("compiles")}
+
+
+def save(out, rows):
+    meta = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d")}
+    with open(out, "w") as f:
+        json.dump({"machine": meta, "rows": rows}, f, indent=1)
+
+
+def main():
+    cli, out = sys.argv[1], sys.argv[2]
+    bug = f"external:{sys.executable} {os.path.join(HERE, 'gpu_worker_bug.py')}"
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, module, shape in models():
+            for dtype in (torch.float32, torch.bfloat16):
+                only = os.environ.get("GPU_BENCH_ONLY")
+                if only and f"{name}:{str(dtype).replace('torch.', '')}" not in only.split(","):
+                    continue
+                graph, inputs, nodes, eager_peak, base = export(name, module, shape, dtype, tmp)
+                row = {"model": name, "dtype": str(dtype).replace("torch.", ""), "nodes": nodes,
+                       "pytorch_eager_peak_bytes": eager_peak, "weights_and_input_bytes": base}
+                rows.append(row)
+                eager = ("--compiled", "eager", "--no-exploded", "--no-localize")
+                runs = [("e2e_cuda", ("--device", "cuda")), ("culprit_cuda", ("--device", "cuda", "--compiled", bug)),
+                        ("fp64_pass_gpu", ("--device", "cuda", *eager, "--reference-device", "cuda")),
+                        ("fp64_pass_cpu_reference", ("--device", "cuda", *eager, "--reference-device", "cpu")),
+                        ("fp64_pass_all_cpu", ("--device", "cpu", *eager)),
+                        ("e2e_cpu", ("--device", "cpu")), ("culprit_cpu", ("--device", "cpu", "--compiled", bug))]
+                wanted = os.environ.get("GPU_BENCH_RUNS")
+                runs = [r for r in runs if not wanted or r[0] in wanted.split(",")]
+                for key, flags in runs:  # the GPU figures first; every one saved as it comes (a time limit keeps them)
+                    row[key] = pt2diff(cli, graph, inputs, tmp, *flags)
+                    print(key, json.dumps(row[key]), flush=True)
+                    save(out, rows)
+    save(out, rows)
+    print(f"| model | dtype | nodes | e2e CUDA | e2e CPU | culprit CUDA (s, compiles) | culprit CPU | fp64 pass GPU | fp64 CPU ref | all CPU | peak GPU (pt2diff / eager) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        def s(k):
+            v = r.get(k, {"error": "not run", "exit": "-"})
+            return f"{v['wall']:.1f} s" if "error" not in v else f"exit {v['exit']}"
+        def c(k):
+            v = r.get(k, {"error": "not run", "exit": "-"})
+            return f"{v['wall']:.1f} s, {v.get('compiles')} ({','.join(v.get('culprit') or ['-'])})" if "error" not in v else f"exit {v['exit']}"
+        peak = r.get("e2e_cuda", {}).get("devices", {}).get("peak_gpu_bytes", -1)
+        print(f"| {r['model']} | {r['dtype']} | {r['nodes']} | {s('e2e_cuda')} | {s('e2e_cpu')} | {c('culprit_cuda')} | {c('culprit_cpu')} | "
+              f"{s('fp64_pass_gpu')} | {s('fp64_pass_cpu_reference')} | {s('fp64_pass_all_cpu')} | "
+              f"{peak / 2**20:.0f} / {r['pytorch_eager_peak_bytes'] / 2**20:.0f} MiB |")
+
+
+if __name__ == "__main__":
+    main()
