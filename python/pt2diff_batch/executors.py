@@ -40,6 +40,7 @@ def _remote_case(case_dict, config_dict, graph_bytes, inputs_bytes):
     the archive and inputs are written there first; otherwise the node reads the paths in the case."""
     from .cases import Case
     case = Case.from_dict(case_dict)
+    original = Case.from_dict(case_dict)
     config = CaseConfig(**config_dict)
     work = tempfile.mkdtemp(prefix="pt2diff-batch-")
     try:
@@ -49,6 +50,9 @@ def _remote_case(case_dict, config_dict, graph_bytes, inputs_bytes):
             case.inputs = _write(work, "inputs-" + os.path.basename(case.inputs), inputs_bytes)
         attempt = os.path.join(work, "attempt")
         row = run_case(case, config, attempt)
+        for copy, path in ((case.graph, original.graph), (case.inputs, original.inputs)):
+            if copy and path and copy != path:  # the one line names the file the user has, not the node's copy
+                row["message"] = row["message"].replace(copy, path)
         files = {}
         for name in os.listdir(attempt):
             with open(os.path.join(attempt, name), "rb") as f:

@@ -1,5 +1,5 @@
 """One case: `pt2diff inspect --json` (nodes, memory estimate, whether it loads), then `pt2diff GRAPH INPUTS
---json --html` in a process group of its own, killed whole past the case timeout; then its row.
+--json --html` in a session of its own, killed whole (compiler workers included) past the case timeout; then its row.
 
 run_case() is what a local worker thread and a Ray task both call, so a case gives the same row either way.
 """
@@ -99,20 +99,43 @@ _running = set()  # process groups of the cases running now (kill_running() ends
 _running_lock = threading.Lock()
 
 
-def kill_running():
-    """Kills the process group of every case running in this process (the driver was interrupted)."""
-    with _running_lock:
-        groups = list(_running)
-    for pgid in groups:
+def session_members(sid):
+    """The pids of the processes in session `sid` (/proc/PID/stat). A case runs in a session of its own:
+    pt2diff puts each compiler worker in a process group of its own, inside that session."""
+    members = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
         try:
-            os.killpg(pgid, signal.SIGKILL)
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            if int(fields[3]) == sid:  # after the name: state, ppid, pgrp, session
+                members.append(int(name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return members
+
+
+def kill_session(sid):
+    """SIGKILL to every process of session `sid`: pt2diff, its compiler workers and what they started."""
+    for pid in session_members(sid):
+        try:
+            os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
 
 
+def kill_running():
+    """Kills every case running in this process, workers included (the driver was interrupted)."""
+    with _running_lock:
+        sessions = list(_running)
+    for sid in sessions:
+        kill_session(sid)
+
+
 def _run(cmd, timeout, env, stdout, stderr):
-    """Runs cmd in a new session; past `timeout` seconds (0: none) kills its whole process group.
-    Returns (returncode, timed_out, seconds)."""
+    """Runs cmd in a new session; past `timeout` seconds (0: none) kills the whole session (its compiler
+    workers are process groups of their own in it). Returns (returncode, timed_out, seconds)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
     with _running_lock:
@@ -121,17 +144,11 @@ def _run(cmd, timeout, env, stdout, stderr):
         rc = proc.wait(timeout=timeout or None)
         timed_out = False
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_session(proc.pid)
         rc = proc.wait()
         timed_out = True
     finally:
-        try:  # a compiler worker or C++ compiler left behind by a crash dies with its group
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_session(proc.pid)  # a compiler worker or C++ compiler left behind by a crash dies too
         with _running_lock:
             _running.discard(proc.pid)
     return rc, timed_out, time.perf_counter() - start
@@ -153,6 +170,9 @@ def run_case(case, config, workdir):
     os.makedirs(workdir, exist_ok=True)
     started = time.time()
     env = dict(os.environ, OMP_NUM_THREADS=str(config.threads))
+    # The Inductor worker prefers TORCHINDUCTOR_CACHE_DIR to --inductor-cache (torch.compile in the calling
+    # program sets it): without it every case shares config.cache_dir, or the --inductor-cache it was given.
+    env.pop("TORCHINDUCTOR_CACHE_DIR", None)
     run = {"pid": os.getpid(), "host": socket.gethostname(), "started": started}
     with open(os.path.join(workdir, "run.json"), "w") as f:
         json.dump(run, f)
