@@ -139,6 +139,8 @@ def main():
                                                             "mutating_custom_op.pt2", "mutating_custom_op_core.pt2"}
                 and all(r["verdict"] == "agree" for r in fixture_rows if not r["failure"]),
                 f"every fixture under eager agrees but those needing a Python op or --load-library ({sorted(bad)})")
+        c.check(all(r["memory_estimate"] > 0 for r in doc["cases"] if r["verdict"]),
+                "every diagnosed case has inspect's memory estimate (what the memory gate reserves)")
         c.check(all(r["failure"] or os.path.isfile(os.path.join(out, r["report_html"])) for r in doc["cases"]),
                 "every diagnosed case has its HTML report")
         with open(os.path.join(out, "index.html")) as f:
