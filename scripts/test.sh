@@ -22,6 +22,10 @@ esac
 PYTHON=${PT2DIFF_PYTHON:-$VENV/bin/python}
 
 "$ROOT/scripts/setup.sh" --no-run
+# The Ray test of `pt2diff batch` needs the optional extra `ray` (python/pyproject.toml); the test path only.
+if [[ -z "${PT2DIFF_PYTHON:-}" ]] && ! "$PYTHON" -c "import ray" 2>/dev/null; then
+  "$PYTHON" -m pip install -q --disable-pip-version-check "ray>=2.9" || echo "test.sh: could not install ray: the batch Ray test is skipped" >&2
+fi
 cmake --build "$BUILD"
 (cd "$BUILD" && ctest --output-on-failure -j2)
 # The archive loader and the inputs reader under libFuzzer: the kept crashes, then a fixed short run.

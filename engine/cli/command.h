@@ -101,4 +101,8 @@ std::unique_ptr<Command> make_diff_command();
 std::unique_ptr<Command> make_explain_command();
 std::unique_ptr<Command> make_sweep_command();
 
+/// `pt2diff batch ARGS...` (argv[1] == "batch"): execs `PYTHON -m pt2diff_batch --pt2diff SELF ARGS...`
+/// (batch_command.cpp); returns only when that fails, with the exit code.
+int run_batch(int argc, char** argv);
+
 }  // namespace pt2diff::cli

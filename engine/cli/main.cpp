@@ -25,6 +25,8 @@ class QuietTorchWarnings final : public c10::WarningHandler {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The corpus runner is Python (python/pt2diff_batch): its arguments are its own, parsed there.
+  if (argc > 1 && std::string(argv[1]) == "batch") return pt2diff::cli::run_batch(argc, argv);
   pt2diff::cli::install_crash_report();
   static QuietTorchWarnings quiet;
   if (const char* show = std::getenv("PT2DIFF_TORCH_WARNINGS"); !show || std::string(show) != "1") c10::WarningUtils::set_warning_handler(&quiet);
@@ -47,6 +49,10 @@ int main(int argc, char** argv) {
                       pt2diff::cli::make_explain_command()});
   commands.push_back({"sweep", "judge one set of runs at a grid of tolerances: verdicts, failing nodes, the tolerance each output needs",
                       pt2diff::cli::make_sweep_command()});
+
+  // Listed in --help only: main() hands `batch` to Python before parsing.
+  app.add_subcommand("batch", "triage a corpus of graphs (capture dirs, manifests, folders of .pt2), locally or on Ray (docs/batch.md)")
+      ->prefix_command();
 
   std::vector<std::pair<CLI::App*, pt2diff::cli::Command*>> parsed;
   for (Entry& e : commands) {

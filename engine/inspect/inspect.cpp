@@ -7,6 +7,7 @@
 
 #include "engine/execution/op_catalog.h"
 #include "graphs/graph_text.h"
+#include "graphs/memory_estimate.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {
@@ -111,6 +112,7 @@ InspectReport inspect(const Program& p, const std::optional<UserInputs>& inputs)
   r.has_sample_inputs = p.sample_inputs.has_value();
 
   const std::optional<UserInputs>& to_bind = inputs ? inputs : p.sample_inputs;
+  std::map<std::string, int64_t> symbols;
   if (to_bind) {
     InspectReport::Binding b;
     b.origin = to_bind->origin;
@@ -118,12 +120,16 @@ InspectReport inspect(const Program& p, const std::optional<UserInputs>& inputs)
       BoundInputs bound = bind_inputs(p, *to_bind);
       b.ok = true;
       for (const auto& e : bound.entries) b.values.emplace_back(e.name, describe(e.value));
+      symbols = bound.symbols;
     } catch (const Error& e) {
       if (e.kind() != Error::Kind::BadInputs) throw;
       b.message = e.what();
     }
     r.binding = std::move(b);
   }
+  const MemoryEstimate memory = estimate_memory(g, /*exploded=*/true, symbols);
+  r.memory_bytes = memory.bytes;
+  r.memory_largest = memory.largest;
   return r;
 }
 

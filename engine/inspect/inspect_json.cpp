@@ -38,6 +38,7 @@ std::string to_json(const InspectReport& r) {
       {"ops", ops(r.ops)},
       {"unsupported", ops(r.unsupported)},
       {"has_sample_inputs", r.has_sample_inputs},
+      {"memory", {{"bytes", r.memory_bytes}, {"largest", r.memory_largest}}},
   };
   if (r.binding) {
     json values = json::object();

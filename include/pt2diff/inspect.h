@@ -57,6 +57,10 @@ struct InspectReport {
   std::vector<Op> unsupported;          ///< ops pt2diff cannot run, with their nodes
   bool has_sample_inputs = false;
   std::optional<Binding> binding;       ///< the given inputs, else the sample inputs
+  /// What the main job's runs would hold at once (the estimate `--max-memory` checks, exploded compile
+  /// included), dynamic dims sized by the bound inputs when they bind, else by their export-time hints.
+  double memory_bytes = 0;
+  std::string memory_largest;           ///< the value needing the most: "repeat_1 float32[40000, 40000]"
 };
 
 /// Summarizes `program` and, when `inputs` is given (else the archive's sample inputs), tries to bind them.

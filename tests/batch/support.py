@@ -1,0 +1,98 @@
+"""Shared by the batch tests: the repo's python/ on sys.path, running `pt2diff batch`, a capture directory
+made from a small program with graph breaks, the checks."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURES = os.path.join(ROOT, "fixtures")
+BROKEN_WORKER = os.path.join(ROOT, "tests", "engine", "backends", "broken_worker.py")
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+from pt2diff_batch import summary as summary_mod  # noqa: E402
+
+
+def batch(pt2diff, *args, **kwargs):
+    """`pt2diff batch ARGS` (progress off: not a tty): the completed process."""
+    return subprocess.run([pt2diff, "batch", *args], capture_output=True, text=True, **kwargs)
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def comparable(doc):
+    return summary_mod.comparable(doc)
+
+
+def runs(out, key):
+    """How many times case `key` of batch `out` was started (lines of its runs.jsonl)."""
+    try:
+        with open(os.path.join(out, "cases", key, "runs.jsonl")) as f:
+            return sum(1 for line in f if line.strip())
+    except OSError:
+        return 0
+
+
+def make_capture(out):
+    """A capture directory from a program with two graph breaks: three graphs in out/index.json."""
+    import torch
+    import torch.nn as nn
+    import pt2diff_capture
+
+    class TwoBreaks(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(16, 32)
+            self.fc2 = nn.Linear(32, 8)
+
+        def forward(self, x):
+            h = torch.relu(self.fc1(x))
+            print("graph break")
+            h = h.to(torch.bfloat16) * 2
+            torch._dynamo.graph_break()
+            return self.fc2(h.float()).softmax(-1)
+
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    model = torch.compile(TwoBreaks().eval(), backend=pt2diff_capture.capture_backend(out, quiet=True))
+    with torch.no_grad():
+        model(torch.randn(4, 16))
+    return read_json(os.path.join(out, "index.json"))["graphs"]
+
+
+def validate(document, schema_name):
+    """Validates against docs/SCHEMA; returns None or the error's message (jsonschema absent: None, said)."""
+    try:
+        import jsonschema
+    except ImportError:
+        print("jsonschema is not installed: schema not checked")
+        return None
+    try:
+        jsonschema.validate(document, read_json(os.path.join(ROOT, "docs", schema_name)))
+        return None
+    except jsonschema.ValidationError as e:
+        return f"{e.message} at {list(e.absolute_path)}"
+
+
+class Checks:
+    def __init__(self, name):
+        self.name = name
+        self.failures = 0
+        self.start = time.perf_counter()
+
+    def check(self, ok, what):
+        print(f"{'ok  ' if ok else 'FAIL'}  {what}", flush=True)
+        self.failures += 0 if ok else 1
+        return ok
+
+    def finish(self):
+        seconds = time.perf_counter() - self.start
+        if self.failures:
+            print(f"{self.name}: {self.failures} checks FAILED ({seconds:.1f} s)")
+            return 1
+        print(f"batch tests passed: {self.name} ({seconds:.1f} s)")
+        return 0
