@@ -135,7 +135,8 @@ def _options(defaults: dict, given: dict, function: str) -> dict[str, Any]:
     if unknown:
         raise TypeError(f"pt2diff.{function}() got unknown option{'s' if len(unknown) > 1 else ''} "
                         f"{', '.join(map(repr, unknown))} (options: {', '.join(sorted(defaults))})")
-    o = {**defaults, **given}
+    # Options a command does not take (explain: the search) keep the CLI's defaults.
+    o = {**_SEARCH_OPTIONS, **defaults, **given}
     config = o["inductor_config"]
     if isinstance(config, dict):
         config = [f"{k}={v!r}" for k, v in config.items()]
@@ -187,7 +188,7 @@ def sweep(program, inputs=None, **options) -> SweepResult:
     multipliers = [float(m) for m in o.pop("multiplier")]
     localize = bool(o.pop("localize"))
     # The rule's own tol is not used by a sweep's points; the engine keeps the CLI's rule defaults.
-    o.update({"tol": _RULE_OPTIONS["tol"], **{k: v for k, v in _SEARCH_OPTIONS.items() if k != "exploded"}})
+    o.update({"tol": _RULE_OPTIONS["tol"], "localize": _SEARCH_OPTIONS["localize"]})
     p = _program(program, inputs)
     return SweepResult(_pt2diff.sweep(p, inputs, tols, multipliers, localize, o))
 

@@ -26,7 +26,7 @@ grep -qE "^2 failed, 1 passed" "$work/fail.log" || { echo "expected 2 failed, 1 
 for expected in "AssertionError: pt2diff: the compiled graph does not agree with the reference" \
                 "output linear_1 diverges (" "linear (aten.linear.default) at " "test_model_accuracy.py:" \
                 "hint dtype_promotion (not_explained_by_promotion)" "repro: pt2diff " \
-                "(<ExportedProgram> with <Python inputs>, compiled = fault:linear:scale=0.05"; do
+                "(<ExportedProgram> with <Python inputs>, compiled = fault: scale by 1+0.05 at linear"; do
   grep -qF -- "$expected" "$work/fail.log" || { echo "missing in the failure message: $expected"; exit 1; }
 done
 echo "planted fault: the pytest example fails naming the op, its source line, the hint and the repro"
