@@ -2,7 +2,8 @@
 
     PYTHONPATH=BUILD/python python bench/python_bench.py BUILD/pt2diff FIXTURES_DIR  (bench/run.py --sections python)
 
-Prints one JSON object. Per fixture and compiled side (median of REPEATS after one untimed run):
+Prints one JSON object. Per fixture, for `--compiled eager` (and inductor on mlp, warm Inductor cache), the
+median of REPEATS after one untimed run:
   cli_s          the CLI's wall time, `pt2diff GRAPH INPUTS --compiled C` (a fresh process: libtorch's start-up included)
   python_files_s pt2diff.diff(path, tensors) in this process, the tensors read with torch.load beforehand
   python_memory_s pt2diff.diff(ExportedProgram, tensors): the program serialized in memory on every call
@@ -14,9 +15,11 @@ and import_s, `import pt2diff` in a fresh interpreter (torch's import included),
 import io
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 REPEATS = 5
@@ -42,6 +45,7 @@ def fresh(code):
 
 def main():
     cli, fixtures = sys.argv[1], sys.argv[2]
+    cache = tempfile.mkdtemp(prefix="pt2diff-bench-inductor-")  # warm after each case's untimed run
     import torch
 
     import pt2diff
@@ -65,14 +69,17 @@ def main():
                 "load_path_s": median_time(lambda: pt2diff.load(graph)),
                 "inputs_file_s": median_time(lambda: torch.load(inputs, weights_only=True)),
                 "archive_bytes": len(blob)}
-        for compiled in ("eager", "fault:linear:scale=0.05" if name != "attention_core" else "fault:aten.bmm#2:bf16"):
-            kind = compiled.split(":")[0]
-            case[kind] = {
-                "cli_s": median_time(lambda: subprocess.run([cli, graph, inputs, "--compiled", compiled], capture_output=True)),
-                "python_files_s": median_time(lambda: pt2diff.diff(graph, tensors, compiled=compiled)),
-                "python_memory_s": median_time(lambda: pt2diff.diff(ep, tensors, compiled=compiled)),
-                "compiled": compiled}
+        sides = ["eager"] + (["inductor"] if name == "mlp" else [])
+        for compiled in sides:
+            flags = ["--inductor-cache", cache] if compiled == "inductor" else []
+            options = {"inductor_cache": cache} if compiled == "inductor" else {}
+            case[compiled] = {
+                "cli_s": median_time(lambda: subprocess.run([cli, graph, inputs, "--compiled", compiled, *flags], capture_output=True,
+                                                            check=True)),
+                "python_files_s": median_time(lambda: pt2diff.diff(graph, tensors, compiled=compiled, **options)),
+                "python_memory_s": median_time(lambda: pt2diff.diff(ep, tensors, compiled=compiled, **options))}
         out["cases"][name] = case
+    shutil.rmtree(cache, ignore_errors=True)
     json.dump(out, sys.stdout, indent=1)
 
 

@@ -110,7 +110,7 @@ if ((${INSTALL_PACKAGES:-0})); then
     if "$VENV/bin/python" -c "import setuptools" 2>/dev/null; then
       capture_src=$(mktemp -d)
       cp -r "$ROOT/python/." "$capture_src"
-      env "${native[@]}" "$VENV/bin/pip" install -q --disable-pip-version-check --no-index --no-deps --no-build-isolation \
+      env "${native[@]}" "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-build-isolation \
         --force-reinstall "$capture_src" || { rm -rf "$capture_src"; exit 1; }
       rm -rf "$capture_src"
     else
