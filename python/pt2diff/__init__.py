@@ -14,34 +14,35 @@ as torch tensors; None takes the archive's sample inputs. Errors are :class:`Err
 
 Options are keyword arguments named after the CLI's flags (``--no-exploded`` is ``exploded=False``):
 
-====================== ==================== ===============================================================
-option                 CLI flag             meaning (default)
-====================== ==================== ===============================================================
-compiled               --compiled           the compiled side: inductor, eager, aoti:PKG, external:CMD, fault:NODE:KIND ("inductor")
-device                 --device             device the compiler targets (None: where the graph was exported)
-inductor_config        --inductor-config    Inductor overrides: ["k=v", ...] or {"k": python_value} (none)
-matmul_precision       --matmul-precision   "highest", "high", "medium" (None: torch's default)
-no_tf32                --no-tf32            TF32 off on the compiled side (False)
-timeout                --timeout            seconds a compile or run may take (900)
-worker_python          --worker-python      Python of the Inductor worker (None: $PT2DIFF_PYTHON, else the one pt2diff was built with)
-inductor_cache         --inductor-cache     Inductor cache directory (None: ~/.cache/pt2diff/inductor)
-random_inputs          --random-inputs      draw inputs from the graph's metadata (False)
-seed                   --seed               seed of random_inputs and of every run's generators (0)
-max_memory             --max-memory         refuse runs estimated above this: bytes, "16G", "none" (None: memory available)
-rule                   --rule               same, allclose, ulp:N, cosine[:C] ("same")
-tol                    --tol                the rule's tolerance (1e-3); for sweep the grid, "LO:HI:N" or a list
-fp32_multiplier        --fp32-multiplier    RMSE multiplier for fp32 outputs (2.0)
-low_precision_multiplier --low-precision-multiplier  the same for fp16/bf16 and small outputs (3.0)
-small_tensor_multipliers --small-tensor-multipliers  8 for numel <= 500, 10 for numel <= 10 (False)
-exploded               --no-exploded        the exploded compile, every op alone (True)
-localize               --no-localize        bisect the graph when an output diverges (True; sweep: --localize, False)
-bisect                 --bisect             "binary" or "linear" ("binary")
-max_compiles           --max-compiles       localization's compile budget (64)
-repeats                --repeats            runs of each boundary probe (2)
-top                    --top                nodes in the ranking of introduced error (10)
-repro                  --repro              directory to write the culprit to as a standalone repro (None)
-progress               (a terminal)         a progress line on stderr while compiling, when it is a terminal (True)
-====================== ==================== ===============================================================
+    compiled                  --compiled          the compiled side: inductor, eager, aoti:PKG, external:CMD,
+                                                  fault:NODE:KIND ("inductor")
+    device                    --device            device the compiler targets (None: where the graph was exported)
+    inductor_config           --inductor-config   Inductor overrides: ["k=v", ...] or {"k": python_value} (none)
+    matmul_precision          --matmul-precision  "highest", "high", "medium" (None: torch's default)
+    no_tf32                   --no-tf32           TF32 off on the compiled side (False)
+    timeout                   --timeout           seconds a compile or run may take (900)
+    worker_python             --worker-python     Python of the Inductor worker (None: $PT2DIFF_PYTHON, else
+                                                  the one pt2diff was built with)
+    inductor_cache            --inductor-cache    Inductor cache directory (None: ~/.cache/pt2diff/inductor)
+    random_inputs             --random-inputs     draw inputs from the graph's metadata (False)
+    seed                      --seed              seed of random_inputs and of every run's generators (0)
+    max_memory                --max-memory        refuse runs estimated above this: bytes, "16G", "none"
+                                                  (None: the memory available)
+    rule                      --rule              same, allclose, ulp:N, cosine[:C] ("same")
+    tol                       --tol               the rule's tolerance (1e-3); for sweep the grid, "LO:HI:N" or a list
+    fp32_multiplier           --fp32-multiplier   RMSE multiplier for fp32 outputs (2.0)
+    low_precision_multiplier  --low-precision-multiplier   the same for fp16/bf16 and small outputs (3.0)
+    small_tensor_multipliers  --small-tensor-multipliers   8 for numel <= 500, 10 for numel <= 10 (False)
+    exploded                  --no-exploded       the exploded compile, every op alone (True)
+    localize                  --no-localize       bisect the graph when an output diverges (True; sweep: --localize,
+                                                  False)
+    bisect                    --bisect            "binary" or "linear" ("binary")
+    max_compiles              --max-compiles      localization's compile budget (64)
+    repeats                   --repeats           runs of each boundary probe (2)
+    top                       --top               nodes in the ranking of introduced error (10)
+    repro                     --repro             directory to write the culprit to as a standalone repro (None)
+    progress                  (a terminal)        a progress line on stderr while compiling, when stderr is a
+                                                  terminal (True; False: never)
 """
 
 from __future__ import annotations

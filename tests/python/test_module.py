@@ -291,6 +291,18 @@ class OtherCommands(unittest.TestCase):
     def test_cli_flags(self):
         self.assertEqual(pt2diff.cli_flags(fixture("mlp.pt2"), compiled=FAULT, tol=1e-5, exploded=False, bisect="linear"),
                          ["--compiled", FAULT, "--tol", "1e-05", "--no-exploded", "--bisect", "linear"])
+        # A dict of Inductor settings is written as Python literals; sizes as the CLI reads them.
+        self.assertEqual(pt2diff.cli_flags(fixture("mlp.pt2"), inductor_config={"emulate_precision_casts": True},
+                                           max_memory="16G", matmul_precision="high", rule="ulp:4", repeats=3, seed=7),
+                         ["--compiled", "inductor", "--inductor-config", "emulate_precision_casts=True", "--matmul-precision",
+                          "high", "--seed", "7", "--rule", "ulp:4", "--repeats", "3", "--max-memory", "17179869184"])
+        for bad, says in (({"matmul_precision": "low"}, "matmul_precision='low': expected 'highest', 'high' or 'medium'"),
+                          ({"max_memory": "lots"}, "max_memory='lots' is not a size"),
+                          ({"bisect": "ternary"}, "bisect='ternary': expected 'binary' or 'linear'"),
+                          ({"repeats": 0}, "repeats=0: expected 1 to 100")):
+            with self.assertRaises(pt2diff.UsageError) as caught:
+                pt2diff.cli_flags(fixture("mlp.pt2"), **bad)
+            self.assertTrue(str(caught.exception).startswith(says), str(caught.exception))
 
 
 if __name__ == "__main__":
