@@ -7,7 +7,6 @@ Run by ctest (python_module_inductor, ~30-60 s) with PYTHONPATH=BUILD/python PT2
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import subprocess
@@ -17,15 +16,9 @@ import unittest
 import torch
 
 import pt2diff
-from test_module import TIMING_FIELDS, WHERE_FIELDS, fixture, without
+from test_module import TIMING_FIELDS, WHERE_FIELDS, archive_copies, fixture, without
 
 CLI = os.environ["PT2DIFF_CLI"]
-
-
-def archive_copies() -> set[str]:
-    """The worker's archive copies that exist now (exchange directories are in /dev/shm or $TMPDIR)."""
-    bases = ["/dev/shm", tempfile.gettempdir()]
-    return {p for base in bases for p in glob.glob(os.path.join(base, "pt2diff-*", "archive.pt2"))}
 
 
 class InductorInMemory(unittest.TestCase):

@@ -8,10 +8,11 @@ Plain unittest, so pytest is not needed (pytest runs it too). The compiled side 
 
 from __future__ import annotations
 
-import io
+import glob
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 import unittest
@@ -195,6 +196,24 @@ class InputsInMemory(unittest.TestCase):
         for t in threads:
             t.join()
         self.assertEqual(results, {"eager": "agree", FAULT: "diverged"})
+
+
+def archive_copies() -> set:
+    """The workers' archive copies that exist now (exchange directories are in /dev/shm or $TMPDIR)."""
+    bases = ["/dev/shm", tempfile.gettempdir()]
+    return {p for base in bases for p in glob.glob(os.path.join(base, "pt2diff-*", "archive.pt2"))}
+
+
+class WorkerFromMemory(unittest.TestCase):
+    def test_external_worker_reads_a_temporary_copy(self):
+        # A worker in another process loads the archive from a path: a program from memory is handed a
+        # copy, removed with the backend. (test_inductor.py does the same through Inductor.)
+        worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "examples", "eager_worker.py")
+        before = archive_copies()
+        r = pt2diff.diff(torch.export.load(fixture("mlp.pt2")), mlp_inputs(), compiled=f"external:{sys.executable} {worker}")
+        self.assertEqual([(c.what, c.ok) for c in r.compiles], [("graph", True), ("exploded", True)], r.to_text())
+        self.assertEqual(r.verdict, "agree")
+        self.assertEqual(archive_copies() - before, set(), "the worker's archive copy was left behind")
 
 
 class ErrorsAsCli(unittest.TestCase):
