@@ -3,7 +3,8 @@
 Run by ctest (python_module_tests) as
     PYTHONPATH=BUILD/python PT2DIFF_CLI=BUILD/pt2diff python -m unittest tests/python/test_module.py
 Plain unittest, so pytest is not needed (pytest runs it too). The compiled side is the fault backend
-(eager with a planted error): fast and deterministic; test_inductor.py has the one Inductor run.
+(eager with a planted error): fast and deterministic. One test starts an external worker
+(python/examples/eager_worker.py, ~8 s) for a program from memory; test_inductor.py has the Inductor run.
 """
 
 from __future__ import annotations
