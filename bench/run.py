@@ -8,7 +8,8 @@ machine, torch version, compiler, date and the exact commands) and renders one t
 `<!-- bench:SECTION -->` and `<!-- /bench:SECTION -->`, captioned with all of that. No figure in a
 table is typed by hand: change a benchmark, run bench/run.sh, commit the doc and the results together.
 Sections: loader, dag, interpreter, memory, compile, diff, localize, sweep, build (a cold build of
-everything with ccache off: about 15 minutes on 2 cores, so only when asked: --sections build).
+everything with ccache off: about 15 minutes on 2 cores, so only when asked: --sections build), python
+(the Python module: its build and size, a diff from Python against the CLI; asked for: --sections python).
 """
 import argparse
 import datetime
@@ -28,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "performance.md")
 RESULTS = os.path.join(ROOT, "bench", "results")
 DEFAULT_SECTIONS = ["loader", "dag", "interpreter", "memory", "compile", "diff", "localize", "sweep"]
-ALL_SECTIONS = DEFAULT_SECTIONS + ["build"]
+ALL_SECTIONS = DEFAULT_SECTIONS + ["build", "python"]
 
 
 # --- running -------------------------------------------------------------------------------------------
@@ -179,6 +180,38 @@ def sec_build(r, a):
         return {"wall_s": wall, "objects": len(tus), "heaviest": [{"target": t, "s": ms / 1000} for ms, t in tus[:8]]}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sec_python(r, a):
+    """The Python module (docs/python.md): its compile and link with ccache off, its size, and bench/python_bench.py."""
+    module_dir = os.path.join(a.build, "python", "pt2diff")
+    r.run(["cmake", "--build", a.build, "--target", "pt2diff_python"])  # everything it links is up to date
+    for f in os.listdir(module_dir):
+        if f.startswith("_pt2diff") and f.endswith(".so"):
+            os.remove(os.path.join(module_dir, f))
+    obj = os.path.join(a.build, "CMakeFiles", "pt2diff_python.dir", "engine", "python", "module.cpp.o")
+    if os.path.exists(obj):
+        os.remove(obj)
+    t0 = time.perf_counter()
+    r.run(["cmake", "--build", a.build, "--target", "pt2diff_python"], env={"CCACHE_DISABLE": "1"})
+    wall = time.perf_counter() - t0
+    steps = {}
+    with open(os.path.join(a.build, ".ninja_log")) as f:
+        for line in f:
+            if not line.startswith("#"):
+                start, end, _, target, _ = line.rstrip("\n").split("\t")
+                steps[target] = (int(end) - int(start)) / 1000  # the last build of each target wins
+    module = next(os.path.join(module_dir, f) for f in os.listdir(module_dir) if f.startswith("_pt2diff") and f.endswith(".so"))
+    stripped = os.path.join(tempfile.mkdtemp(prefix="pt2diff-strip-"), "m.so")
+    subprocess.run(["strip", "--strip-debug", "-o", stripped, module], check=True)
+    sizes = {"module": os.path.getsize(module), "module_stripped": os.path.getsize(stripped),
+             "cli": os.path.getsize(os.path.join(a.build, "pt2diff")), "library": os.path.getsize(os.path.join(a.build, "libpt2diff.a"))}
+    shutil.rmtree(os.path.dirname(stripped), ignore_errors=True)
+    out = r.run([a.python, os.path.join(ROOT, "bench", "python_bench.py"), os.path.join(a.build, "pt2diff"), os.path.join(ROOT, "fixtures")],
+                env={"PYTHONPATH": os.path.join(a.build, "python")})
+    return {"build": {"wall_s": wall, "object_s": steps.get("CMakeFiles/pt2diff_python.dir/engine/python/module.cpp.o"),
+                      "link_s": steps.get(os.path.relpath(module, a.build))},
+            "sizes": sizes, "bench": json.loads(out)}
 
 
 SECTION_FUNCS = {n: globals()["sec_" + n] for n in ALL_SECTIONS}
@@ -360,6 +393,30 @@ def ren_gpu(d):
              f"{peak(r, 'e2e_cuda')} / {peak(r, 'fp64_pass_gpu')} / {r['pytorch_eager_peak_bytes'] / 2**20:.0f} MiB"] for r in d]
     return table(["graph", "nodes", "end to end, CUDA", "end to end, CPU", "time to culprit, CUDA", "fp64 pass: all on GPU",
                   "eager GPU, fp64 CPU", "all on CPU", "peak GPU: pt2diff end to end / fp64 pass / PyTorch eager"], rows)
+
+
+def ren_python(d):
+    b, sz, bench = d["build"], d["sizes"], d["bench"]
+    mib = lambda n: f"{n / 2**20:.1f} MiB"
+    rows = [["build: `engine/python/module.cpp` compiled, ccache off", fmt_time(b["object_s"]), "the one TU with pybind11 and torch/csrc headers"],
+            ["build: the module linked (`libpt2diff.a`, libtorch, libtorch_python)", fmt_time(b["link_s"]), ""],
+            ["build: `cmake --build --target pt2diff_python`, the library up to date", fmt_time(b["wall_s"]), "what the module adds to a build"],
+            ["size: `_pt2diff*.so` (line tables, `-g1`)", mib(sz["module"]),
+             f"{mib(sz['module_stripped'])} with debug info stripped; the CLI is {mib(sz['cli'])}"],
+            ["`import pt2diff` in a fresh interpreter", fmt_time(bench["import_s"]), f"`import torch` alone: {fmt_time(bench['import_torch_s'])}"]]
+    for name, c in bench["cases"].items():
+        for side in ("eager", "inductor"):
+            if side not in c:
+                continue
+            e = c[side]
+            warm = ", warm cache" if side == "inductor" else ""
+            rows.append([f"{name}, `--compiled {side}`{warm}: CLI / `diff(path, tensors)` / `diff(ExportedProgram, tensors)`",
+                         f"{fmt_time(e['cli_s'])} / {fmt_time(e['python_files_s'])} / {fmt_time(e['python_memory_s'])}",
+                         "the CLI is a fresh process (libtorch's start-up); Python loads the program on every call"])
+        rows.append([f"{name}: `torch.export.save` to memory / `load(bytes)` / `load(path)` / `torch.load` of the inputs file",
+                     f"{fmt_time(c['save_s'])} / {fmt_time(c['load_bytes_s'])} / {fmt_time(c['load_path_s'])} / {fmt_time(c['inputs_file_s'])}",
+                     f"archive {c['archive_bytes'] / 1024:.0f} KiB"])
+    return table(["what (median of 5 after one untimed run)", "time / size", "note"], rows)
 
 
 RENDERERS = {n: globals()["ren_" + n] for n in ALL_SECTIONS}

@@ -3,6 +3,7 @@
 #include "graphs/regular_file.h"
 
 #include <algorithm>
+#include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 #include <filesystem>
 #include <fmt/format.h>
@@ -31,14 +32,17 @@ namespace {
 /// The reader refuses zips that PyTorchStreamWriter did not write (no top folder or no version
 /// record). Their central directory still lists record names in plain text: enough to say what
 /// the file is.
-std::string classify_foreign_zip(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+std::string classify_foreign_zip(const std::string& bytes) {
   if (bytes.find("serialized_exported_program.json") != std::string::npos)
     return "a legacy torch.export archive (written by torch < 2.8): load it with that torch and re-save it with "
            "torch 2.11-2.13 (torch.export.save(torch.export.load(old), new))";
   return "a zip file that PyTorch did not write (no version record): not a torch.export archive; save the program "
          "with torch.export.save(ep, path)";
+}
+
+std::string read_whole(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 }  // namespace
 
@@ -49,18 +53,35 @@ Archive::Archive(const std::string& path) : path_(path) {
   if (size == 0) bad(path, "empty file (0 bytes): expected an archive written by torch.export.save");
   char magic[4] = {0, 0, 0, 0};
   std::ifstream(path, std::ios::binary).read(magic, 4);
-  bool zip_magic = magic[0] == 'P' && magic[1] == 'K';
-  if (!zip_magic && magic[0] == '\x80')
+  open(std::string(magic, 4), [&] { return read_whole(path); },
+       [&] { return std::make_unique<caffe2::serialize::PyTorchStreamReader>(path); });
+}
+
+Archive::Archive(std::shared_ptr<const std::string> bytes, const std::string& name) : path_(name), bytes_(std::move(bytes)) {
+  PT2DIFF_CHECK(bytes_ != nullptr, "Archive from memory without bytes");
+  if (bytes_->empty()) bad(name, "empty (0 bytes): expected an archive written by torch.export.save");
+  open(bytes_->substr(0, 4), [&] { return *bytes_; }, [&] {
+    // The adapter reads the bytes in place; bytes_ outlives the reader (members are destroyed in reverse order).
+    return std::make_unique<caffe2::serialize::PyTorchStreamReader>(
+        std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes_->data(), static_cast<off_t>(bytes_->size())));
+  });
+}
+
+void Archive::open(const std::string& head, const std::function<std::string()>& whole,
+                   const std::function<std::unique_ptr<caffe2::serialize::PyTorchStreamReader>()>& make_reader) {
+  const std::string& path = path_;
+  bool zip_magic = head.size() >= 2 && head[0] == 'P' && head[1] == 'K';
+  if (!zip_magic && !head.empty() && head[0] == '\x80')
     bad(path, "a legacy (non-zip) pickle file, not a torch.export archive: save the program with torch.export.save(ep, path)");
   if (!zip_magic) bad(path, "not a zip file, so not a torch.export archive: save the program with torch.export.save(ep, path)");
   try {
-    reader_ = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
+    reader_ = make_reader();
     records_ = reader_->getAllRecords();
   } catch (const c10::Error& e) {
     std::string cause = first_line(e.what());
     if (cause.find("failed finding central directory") == std::string::npos &&
         cause.find("failed reading zip archive") == std::string::npos)
-      bad(path, classify_foreign_zip(path));
+      bad(path, classify_foreign_zip(whole()));
     bad(path, fmt::format("truncated or corrupt zip archive ({}): re-save it with torch.export.save", cause));
   }
   std::sort(records_.begin(), records_.end());

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <c10/core/Allocator.h>
+#include <functional>
 #include <memory>
 #include <tuple>
 #include <string>
@@ -19,6 +20,8 @@ class Archive {
  public:
   /// Throws pt2diff::Error(BadArchive) naming the file and the problem.
   explicit Archive(const std::string& path);
+  /// The same checks on an archive held in memory; `name` stands for the path in messages.
+  Archive(std::shared_ptr<const std::string> bytes, const std::string& name);
   ~Archive();
   Archive(Archive&&) noexcept;
 
@@ -35,7 +38,13 @@ class Archive {
   std::tuple<at::DataPtr, size_t> read_record(const std::string& name) const;
 
  private:
+  /// The checks and the reader, once `head` (the first bytes) and `whole` (all of them, read only to
+  /// name a foreign zip) are known.
+  void open(const std::string& head, const std::function<std::string()>& whole,
+            const std::function<std::unique_ptr<caffe2::serialize::PyTorchStreamReader>()>& reader);
+
   std::string path_;
+  std::shared_ptr<const std::string> bytes_;  ///< the archive when read from memory
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> reader_;
   std::vector<std::string> records_;
 };

@@ -136,8 +136,10 @@ int64_t Program::weight_bytes() const {
   return total;
 }
 
-Program load_program(const std::string& path, const LoadOptions& options) {
-  Archive archive(path);
+namespace {
+
+Program load_from(const Archive& archive, const LoadOptions& options) {
+  const std::string& path = archive.path();
   Program p;
   p.path = path;
   p.model_name = choose_model(archive, options.model_name);
@@ -160,6 +162,17 @@ Program load_program(const std::string& path, const LoadOptions& options) {
       p.sample_inputs_problem = e.what();
     }
   }
+  return p;
+}
+
+}  // namespace
+
+Program load_program(const std::string& path, const LoadOptions& options) { return load_from(Archive(path), options); }
+
+Program load_program_from_memory(std::string bytes, const std::string& name, const LoadOptions& options) {
+  auto held = std::make_shared<const std::string>(std::move(bytes));
+  Program p = load_from(Archive(held, name), options);
+  p.archive_bytes = std::move(held);
   return p;
 }
 

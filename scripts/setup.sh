@@ -33,7 +33,7 @@ say() { [[ -t 1 ]] && printf '\033[1m==> %s\033[0m\n' "$*" || printf '==> %s\n' 
 
 # --- Debian packages ---------------------------------------------------------------------------------
 packages=(g++ ccache libeigen3-dev libboost-graph-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
-          libgmock-dev libbenchmark-dev)
+          libgmock-dev libbenchmark-dev python3-dev)
 command -v cmake >/dev/null || packages+=(cmake)
 command -v ninja >/dev/null || packages+=(ninja-build)
 command -v python3 >/dev/null || packages+=(python3)
@@ -76,30 +76,8 @@ else
     "$VENV/bin/pip" install -q --disable-pip-version-check jsonschema
   fi
 
-  # --- pt2diff_capture (python/) in the venv -------------------------------------------------------------
-  # Reinstalled only when python/ changed (a hash of its files, kept in the venv). The venv is shared by
-  # clones: the package is copied in, never linked to this clone. Built offline from a copy of python/,
-  # so no build files land in the clone; without setuptools in the venv the package is copied by hand.
-  capture_hash=$(cd "$ROOT/python" && find . -type f \( -name '*.py' -o -name '*.toml' \) -not -path '*/__pycache__/*' \
-                 | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
-  capture_stamp="$VENV/.pt2diff_capture.sha256"
-  if [[ "$(cat "$capture_stamp" 2>/dev/null)" != "$capture_hash" ]]; then
-    say "installing pt2diff_capture into $VENV"
-    if "$VENV/bin/python" -c "import setuptools" 2>/dev/null; then
-      capture_src=$(mktemp -d)
-      cp -r "$ROOT/python/." "$capture_src"
-      "$VENV/bin/pip" install -q --disable-pip-version-check --no-index --no-deps --no-build-isolation --force-reinstall \
-        "$capture_src" || { rm -rf "$capture_src"; exit 1; }
-      rm -rf "$capture_src"
-    else
-      site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-      rm -rf "$site/pt2diff_capture"
-      cp -r "$ROOT/python/pt2diff_capture" "$site/"
-      rm -rf "$site/pt2diff_capture/__pycache__"
-    fi
-    echo "$capture_hash" > "$capture_stamp"
-  fi
   PYTHON="$VENV/bin/python"
+  INSTALL_PACKAGES=1
 fi
 
 # --- configure and build -------------------------------------------------------------------------------
@@ -110,6 +88,43 @@ if [[ ! -f "$BUILD/build.ninja" || "$configured_python" != "$PYTHON" ]]; then
 fi
 say "building pt2diff"
 cmake --build "$BUILD" --target pt2diff_cli
+if grep -q '^build python/pt2diff/_pt2diff' "$BUILD/build.ninja" 2>/dev/null; then
+  say "building the Python module pt2diff._pt2diff"
+  cmake --build "$BUILD" --target pt2diff_python
+fi
+
+# --- the Python packages (python/: pt2diff with its native module, pt2diff_capture, pt2diff_worker) ----
+# Into the venv only (a --python interpreter is left as is: PYTHONPATH=$BUILD/python imports pt2diff).
+# Reinstalled only when python/ or the module changed (a hash of them, kept in the venv). The venv is
+# shared by clones: the packages are copied in, never linked to this clone. Built offline from a copy of
+# python/ with the module CMake just built (python/setup.py copies it), so no build files land in the
+# clone; without setuptools in the venv the packages are copied by hand.
+if ((${INSTALL_PACKAGES:-0})); then
+  module=$(ls "$BUILD"/python/pt2diff/_pt2diff*.so 2>/dev/null | head -n1 || true)
+  capture_hash=$( { cd "$ROOT/python" && find . -type f \( -name '*.py' -o -name '*.toml' \) -not -path '*/__pycache__/*' \
+                 | LC_ALL=C sort | xargs sha256sum; [[ -z "$module" ]] || sha256sum < "$module"; } | sha256sum | cut -d' ' -f1)
+  capture_stamp="$VENV/.pt2diff_capture.sha256"
+  if [[ "$(cat "$capture_stamp" 2>/dev/null)" != "$capture_hash" ]]; then
+    say "installing pt2diff, pt2diff_capture and pt2diff_worker into $VENV"
+    if [[ -n "$module" ]]; then native=(PT2DIFF_NATIVE_MODULE="$module"); else native=(PT2DIFF_NO_NATIVE_MODULE=1); fi
+    if "$VENV/bin/python" -c "import setuptools" 2>/dev/null; then
+      capture_src=$(mktemp -d)
+      cp -r "$ROOT/python/." "$capture_src"
+      env "${native[@]}" "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-build-isolation \
+        --force-reinstall "$capture_src" || { rm -rf "$capture_src"; exit 1; }
+      rm -rf "$capture_src"
+    else
+      site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['platlib'])")
+      for package in pt2diff_capture pt2diff_worker pt2diff; do
+        rm -rf "${site:?}/$package"
+        cp -r "$ROOT/python/$package" "$site/"
+        rm -rf "$site/$package/__pycache__"
+      done
+      [[ -z "$module" ]] || cp "$module" "$site/pt2diff/"
+    fi
+    echo "$capture_hash" > "$capture_stamp"
+  fi
+fi
 
 if ((RUN_DEMO)); then
   say "pt2diff inspect fixtures/bf16_block.pt2 fixtures/bf16_block_inputs.pt"

@@ -26,6 +26,11 @@ PYTHON=${PT2DIFF_PYTHON:-$VENV/bin/python}
 if [[ -z "${PT2DIFF_PYTHON:-}" ]] && ! "$PYTHON" -c "import ray" 2>/dev/null; then
   "$PYTHON" -m pip install -q --disable-pip-version-check "ray>=2.9" || echo "test.sh: could not install ray: the batch Ray test is skipped" >&2
 fi
+# pytest is a test extra (python_pytest_example runs docs/examples/pytest with it): into the venv when it
+# is missing; a --python interpreter is left as is (the test is then skipped without pytest).
+if [[ -z "${PT2DIFF_PYTHON:-}" ]] && ! "$PYTHON" -c "import pytest" 2>/dev/null; then
+  "$PYTHON" -m pip install -q --disable-pip-version-check pytest
+fi
 cmake --build "$BUILD"
 (cd "$BUILD" && ctest --output-on-failure -j2)
 # The archive loader and the inputs reader under libFuzzer: the kept crashes, then a fixed short run.

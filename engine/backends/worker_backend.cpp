@@ -166,6 +166,21 @@ struct WorkerBackend::Impl {
 
   fs::path stderr_log() const { return dir / "worker-stderr.log"; }
 
+  /// The path the worker loads the archive from: the program's file, or for a program loaded from
+  /// memory a copy of its bytes in the exchange directory (private, removed with the backend).
+  std::string archive_path() const {
+    if (!program.archive_bytes) return fs::absolute(program.path).string();
+    const fs::path copy = dir / "archive.pt2";
+    if (!fs::exists(copy)) {
+      std::ofstream f(copy, std::ios::binary);
+      if (!f.write(program.archive_bytes->data(), static_cast<std::streamsize>(program.archive_bytes->size())) || !(f.flush()))
+        throw BackendFailure(BackendFailure::Kind::Unusable,
+                             fmt::format("cannot write the archive for the {} to {} (is {} full?)", label, copy.string(),
+                                         dir.parent_path().string()));
+    }
+    return copy.string();
+  }
+
   std::string died_message(const std::string& activity) {
     std::string how = process ? process->exit_description() : "did not start";
     std::string tail = last_lines(stderr_log(), 3);
@@ -223,7 +238,7 @@ struct WorkerBackend::Impl {
     for (const std::string& l : options.op_libraries) libraries.push_back(fs::absolute(l).string());
     json fused_attention = json::array();  // what the worker runs as math attention when it compiles for the CPU
     for (const std::string& op : cuda_fused_attention_ops()) fused_attention.push_back("aten::" + op);
-    checked(exchange({{"op", "load"}, {"archive", fs::absolute(program.path).string()}, {"model", program.model_name},
+    checked(exchange({{"op", "load"}, {"archive", archive_path()}, {"model", program.model_name},
                       {"device", options.device}, {"op_libraries", libraries}, {"cuda_fused_attention", fused_attention}},
                      "loading the archive"),
             "loading the archive", BackendFailure::Kind::Unusable);

@@ -34,13 +34,7 @@ class ExplainCommand final : public Command {
     progress.clear();
     std::cout << fmt::format("{}: {} on fp64-exact inputs, compiled = {}\n", program.path,
                              last_.empty() ? "node " + node_ + " alone" : "window " + node_ + " .. " + last_, options_.compiled);
-    if (hints.empty()) std::cout << "no experiment applies (no floating output, or the compiler could not run it)\n";
-    for (const Hint& h : hints) {
-      std::cout << fmt::format("\n{} ({}): {}\n", h.kind, h.finding, h.summary);
-      if (!h.suggestion.empty()) std::cout << fmt::format("  -> {}\n", h.suggestion);
-      for (const std::string& note : h.notes) std::cout << fmt::format("  {}\n", note);
-      for (const auto& [name, value] : h.evidence) std::cout << fmt::format("  {:<34} {:.4g}\n", name, value);
-    }
+    std::cout << hints_to_text(hints);
     return 0;
   }
 

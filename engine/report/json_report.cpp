@@ -82,9 +82,9 @@ json culprit_json(const Culprit& c) {
 }
 
 /// The hints with all their notes and their evidence as an object.
-json hints_json(const Localization& l) {
+json hints_json(const std::vector<Hint>& all) {
   json hints = json::array();
-  for (const Hint& h : l.hints) {
+  for (const Hint& h : all) {
     json evidence = json::object();
     for (const auto& [name, value] : h.evidence) evidence[name] = number(value);
     hints.push_back({{"kind", h.kind}, {"finding", h.finding}, {"summary", h.summary}, {"suggestion", h.suggestion},
@@ -107,7 +107,7 @@ json localization_json(const DiffResult& r) {
   json localization = {{"failing_outputs", l.failing_outputs}, {"cone_size", l.cone_size}, {"budget", l.budget},
                        {"compiles", l.compiles}, {"seconds", l.seconds}, {"exploded_suspects", l.exploded_suspects},
                        {"exploded_agrees", l.exploded_agrees}, {"culprit", culprit_json(l.culprit)}, {"probes", probes_json(l)}};
-  localization["hints"] = hints_json(l);
+  localization["hints"] = hints_json(l.hints);
   localization["repro"] = repro_json(l);
   return localization;
 }
@@ -117,6 +117,8 @@ json tolerance_json(const ToleranceRule& rule) {
           {"low_precision_multiplier", rule.low_precision_multiplier}, {"small_tensor_multipliers", rule.small_tensor_multipliers}};
 }
 }  // namespace
+
+std::string hints_to_json(const std::vector<Hint>& hints) { return hints_json(hints).dump(2) + "\n"; }
 
 std::string to_json(const DiffResult& r) {
   bool graph_failed = false;

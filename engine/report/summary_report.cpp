@@ -44,4 +44,8 @@ std::string to_summary(const DiffResult& r) {
   return out;
 }
 
+std::string to_failure_message(const DiffResult& r) {
+  return "pt2diff: the compiled graph does not agree with the reference\n" + to_summary(r);
+}
+
 }  // namespace pt2diff

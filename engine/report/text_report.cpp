@@ -173,3 +173,19 @@ std::string to_text(const DiffResult& r) {
 }
 
 }  // namespace pt2diff
+
+namespace pt2diff {
+
+std::string hints_to_text(const std::vector<Hint>& hints) {
+  if (hints.empty()) return "no experiment applies (no floating output, or the compiler could not run it)\n";
+  std::string out;
+  for (const Hint& h : hints) {
+    out += fmt::format("\n{} ({}): {}\n", h.kind, h.finding, h.summary);
+    if (!h.suggestion.empty()) out += fmt::format("  -> {}\n", h.suggestion);
+    for (const std::string& note : h.notes) out += fmt::format("  {}\n", note);
+    for (const auto& [name, value] : h.evidence) out += fmt::format("  {:<34} {:.4g}\n", name, value);
+  }
+  return out;
+}
+
+}  // namespace pt2diff

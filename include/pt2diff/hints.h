@@ -29,4 +29,10 @@ struct Hint {
   std::vector<std::string> notes;
 };
 
+/// The hints as `pt2diff explain` prints them: per hint "KIND (FINDING): SUMMARY", the suggestion, the
+/// notes and the evidence; "no experiment applies ..." when there are none.
+std::string hints_to_text(const std::vector<Hint>& hints);
+/// The hints as a JSON array, each as in docs/report.schema.json's localization.hints.
+std::string hints_to_json(const std::vector<Hint>& hints);
+
 }  // namespace pt2diff

@@ -9,6 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ struct Program {
   /// else "cpu"). pt2diff's own runs are on the CPU whatever it is: weights and inputs load there, and
   /// devices baked into the graph are rewritten (docs/cuda-graphs.md). A compiler targets it by default.
   Device export_device;
+  /// The archive itself when it was loaded from memory (load_program_from_memory), else null. A compiler
+  /// that runs in another process (the Inductor worker, an external worker) reads archives from a path:
+  /// it is handed a temporary copy of these bytes, removed with the backend.
+  std::shared_ptr<const std::string> archive_bytes;
 
   /// Bytes of distinct storages behind `state` (shared storages counted once).
   int64_t weight_bytes() const;
@@ -48,5 +53,8 @@ struct Program {
 
 /// Loads `path`; throws pt2diff::Error(BadArchive) with one line naming the file and the problem.
 Program load_program(const std::string& path, const LoadOptions& options = {});
+/// The same from the bytes of an archive (what torch.export.save writes to a BytesIO); `name` stands for
+/// the path in messages and reports ("<ExportedProgram>"). The bytes are kept in Program::archive_bytes.
+Program load_program_from_memory(std::string bytes, const std::string& name, const LoadOptions& options = {});
 
 }  // namespace pt2diff

@@ -113,6 +113,9 @@ std::string to_text(const DiffResult& result);
 /// (nodes, ops, source lines, module paths, errors), each hint's finding, summary and suggestion, the
 /// repro command; or why the compiler failed. "agrees: ..." with the worst margin when nothing failed.
 std::string to_summary(const DiffResult& result);
+/// What a failing test prints (pt2diff/testing.h, Python's pt2diff.testing.assert_agrees): the line
+/// "pt2diff: the compiled graph does not agree with the reference" and to_summary().
+std::string to_failure_message(const DiffResult& result);
 /// The report as JSON (docs/report.schema.json).
 std::string to_json(const DiffResult& result);
 

@@ -33,7 +33,7 @@ inline ::testing::AssertionResult agrees_with_reference(const Program& program, 
   try {
     const DiffResult r = diff(program, inputs, options);
     if (!r.diverged && !r.compiled_failed) return ::testing::AssertionSuccess() << to_summary(r);
-    return ::testing::AssertionFailure() << "pt2diff: the compiled graph does not agree with the reference\n" << to_summary(r);
+    return ::testing::AssertionFailure() << to_failure_message(r);
   } catch (const Error& e) {
     return ::testing::AssertionFailure() << "pt2diff: " << e.what();
   }

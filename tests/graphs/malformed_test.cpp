@@ -2,6 +2,10 @@
 // crash (these tests also run under ASan/UBSan: scripts/test.sh).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "../test_support.h"
 #include "pt2diff/error.h"
 #include "pt2diff/program.h"
@@ -29,6 +33,35 @@ TEST_P(MalformedArchive, LibraryThrowsOneClearLine) {
     EXPECT_NE(what.find(c.says), std::string::npos) << what;
     EXPECT_NE(what.find(c.file), std::string::npos) << "names the file: " << what;
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
+/// The same archive from memory (load_program_from_memory, what Python's pt2diff.load(bytes) calls):
+/// the same error, named after the name it was given instead of the path.
+TEST_P(MalformedArchive, FromMemoryTheSameLine) {
+  const Case& c = GetParam();
+  if (!std::filesystem::is_regular_file(fixture(c.file))) GTEST_SKIP() << c.file << " has no bytes to read";
+  std::string from_file;
+  try {
+    load_program(fixture(c.file));
+  } catch (const Error& e) {
+    from_file = e.what();
+  }
+  ASSERT_FALSE(from_file.empty());
+  std::ifstream f(fixture(c.file), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  try {
+    load_program_from_memory(bytes, "<memory>");
+    FAIL() << c.file << " loaded from memory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::BadArchive) << e.what();
+    std::string expected = from_file;
+    for (size_t at; (at = expected.find(fixture(c.file))) != std::string::npos;)
+      expected.replace(at, fixture(c.file).size(), "<memory>");
+    if (bytes.empty())  // no file to speak of
+      EXPECT_EQ(std::string(e.what()), "<memory>: empty (0 bytes): expected an archive written by torch.export.save");
+    else
+      EXPECT_EQ(std::string(e.what()), expected);
   }
 }
 

@@ -1,0 +1,421 @@
+// engine/python/module.cpp — pt2diff._pt2diff, the native half of the Python package (python/pt2diff):
+// a thin client of include/pt2diff, like the CLI. Python tensors cross as at::Tensor without a copy
+// (THPVariable_Unpack / THPVariable_Wrap: the same libtorch and libtorch_python as `import torch`); the
+// options arrive as a dict with every key (python/pt2diff/__init__.py fills in the CLI's defaults); the
+// results leave as handles whose reports come from the library's own functions (to_json(), to_text() ...).
+//
+// The only TU that sees Python, pybind11 and torch/csrc headers. Engine calls release the GIL and run
+// one at a time (engine_mutex): see docs/python.md, "Threads and processes".
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "engine/report/progress.h"
+#include "graphs/archive.h"
+#include "graphs/memory_estimate.h"
+#include "pt2diff/advanced/interpreter.h"
+#include "pt2diff/pt2diff.h"
+
+namespace py = pybind11;
+
+namespace pt2diff::python {
+
+namespace {
+
+/// Engine calls from several Python threads run one after another (the GIL is released meanwhile, so
+/// other Python threads go on): the engine makes no promise about concurrent runs in one process.
+std::mutex engine_mutex;
+
+/// Runs `f` without the GIL and with the engine to itself.
+template <class F>
+auto engine_call(F&& f) {
+  py::gil_scoped_release no_gil;
+  std::lock_guard<std::mutex> lock(engine_mutex);
+  at::NoGradGuard no_grad;  // the engine's runs are never differentiated, whatever the caller's mode
+  return f();
+}
+
+/// A loaded program, shared by the results made from it (the HTML report draws its graph).
+struct ProgramHandle {
+  std::shared_ptr<const Program> program;
+  std::vector<std::string> libraries;  ///< load_library=: loaded before it, handed to the compiler's worker
+};
+
+struct DiffHandle {
+  std::shared_ptr<const DiffResult> result;
+  std::shared_ptr<const Program> program;
+};
+
+struct SweepHandle {
+  std::shared_ptr<const SweepResult> result;
+  std::shared_ptr<const Program> program;
+};
+
+// --- inputs --------------------------------------------------------------------------------------
+
+[[noreturn]] void bad_inputs(const std::string& what) { throw Error(Error::Kind::BadInputs, what); }
+
+std::string type_name(py::handle h) { return py::str(py::type::handle_of(h).attr("__name__")).cast<std::string>(); }
+
+/// A Python tensor as the engine's: the same storage, detached from autograd.
+at::Tensor tensor(py::handle h) { return THPVariable_Unpack(h.ptr()).detach(); }
+
+/// One graph input from Python: a tensor (shared, not copied), None, bool, int, float or str.
+InputValue to_input_value(py::handle h, const std::string& where) {
+  if (THPVariable_Check(h.ptr())) return tensor(h);
+  if (h.is_none()) return std::monostate{};
+  if (PyBool_Check(h.ptr())) return h.cast<bool>();
+  if (PyLong_Check(h.ptr())) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+    if (overflow) bad_inputs(fmt::format("{} is an int that does not fit in 64 bits", where));
+    return static_cast<int64_t>(v);
+  }
+  if (PyFloat_Check(h.ptr())) return PyFloat_AsDouble(h.ptr());
+  if (PyUnicode_Check(h.ptr())) return h.cast<std::string>();
+  if (py::isinstance<py::tuple>(h) || py::isinstance<py::list>(h) || py::isinstance<py::dict>(h))
+    bad_inputs(fmt::format("{} is a {}: nested containers are not graph inputs; pass the graph's inputs flat (tensors, "
+                           "numbers, str, None), as torch.export.export took them", where, type_name(h)));
+  bad_inputs(fmt::format("{} is a {}: graph inputs are tensors, numbers, str or None", where, type_name(h)));
+}
+
+bool is_sequence(py::handle h) { return py::isinstance<py::tuple>(h) || py::isinstance<py::list>(h); }
+
+std::vector<InputValue> positional(py::handle seq, const std::string& where) {
+  std::vector<InputValue> out;
+  size_t i = 0;
+  for (py::handle item : seq) out.push_back(to_input_value(item, fmt::format("{}: input #{}", where, i++)));
+  return out;
+}
+
+std::vector<std::pair<std::string, InputValue>> keyword(py::handle dict, const std::string& where) {
+  std::vector<std::pair<std::string, InputValue>> out;
+  for (auto [key, value] : py::reinterpret_borrow<py::dict>(dict)) {
+    if (!PyUnicode_Check(key.ptr()))
+      bad_inputs(fmt::format("{}: dict keys must be str (input names), got {}", where, type_name(key)));
+    const std::string name = key.cast<std::string>();
+    out.emplace_back(name, to_input_value(value, fmt::format("{}: input '{}'", where, name)));
+  }
+  return out;
+}
+
+/// The layouts load_inputs() reads from a file, from Python objects: a tensor, a tuple or list
+/// (positional), a str-keyed dict (by name), or an (args, kwargs) pair.
+UserInputs user_inputs(py::handle given, const std::string& origin) {
+  UserInputs in;
+  in.origin = origin;
+  if (THPVariable_Check(given.ptr())) {
+    in.args.push_back(tensor(given));
+  } else if (py::isinstance<py::dict>(given)) {
+    in.kwargs = keyword(given, origin);
+  } else if (is_sequence(given)) {
+    py::sequence items = py::reinterpret_borrow<py::sequence>(given);
+    if (py::len(items) == 2 && is_sequence(items[0]) && py::isinstance<py::dict>(items[1])) {
+      in.args = positional(items[0], origin);
+      in.kwargs = keyword(items[1], origin);
+    } else {
+      in.args = positional(given, origin);
+    }
+  } else {
+    bad_inputs(fmt::format("{} is a {}: pass a tensor, a tuple or list (positional), a dict (by name) or (args, kwargs)",
+                           origin, type_name(given)));
+  }
+  return in;
+}
+
+/// What to feed the program: the given inputs, drawn ones, or the archive's sample inputs.
+BoundInputs bind_given(const Program& program, py::handle given, bool random, uint64_t seed, int64_t max_memory, const std::string& origin) {
+  if (random) {
+    if (!given.is_none()) throw Error(Error::Kind::Usage, "pass either inputs or random_inputs=True, not both");
+    check_memory(program.ir.graph, /*exploded=*/false, max_memory);
+    return bind_inputs(program, random_inputs(program, seed));
+  }
+  if (!given.is_none()) return bind_inputs(program, user_inputs(given, origin));
+  if (!program.sample_inputs)
+    throw Error(Error::Kind::BadInputs,
+                program.sample_inputs_problem.empty()
+                    ? fmt::format("{} has no sample inputs: pass inputs or random_inputs=True", program.path)
+                    : fmt::format("{}: its sample inputs are unusable ({}): pass inputs or random_inputs=True", program.path,
+                                  program.sample_inputs_problem));
+  return bind_inputs(program, *program.sample_inputs);
+}
+
+// --- options -------------------------------------------------------------------------------------
+
+template <class T>
+T get(const py::dict& o, const char* key) {
+  return o[key].cast<T>();
+}
+
+template <class T>
+std::optional<T> get_optional(const py::dict& o, const char* key) {
+  py::object v = o[key];
+  if (v.is_none()) return std::nullopt;
+  return v.cast<T>();
+}
+
+[[noreturn]] void usage(const std::string& what) { throw Error(Error::Kind::Usage, what); }
+
+int64_t max_memory_of(const py::dict& o) {
+  py::object v = o["max_memory"];
+  if (v.is_none()) return 0;
+  if (PyLong_Check(v.ptr())) return v.cast<int64_t>();
+  const std::string text = py::str(v).cast<std::string>();
+  auto bytes = parse_byte_size(text);
+  if (!bytes) usage(fmt::format("max_memory='{}' is not a size (16G, 512M, 1.5T, bytes) or 'none'", text));
+  return *bytes;
+}
+
+/// The DiffOptions of a call, as CompilerOptions, RuleOptions and SearchOptions build them for the CLI.
+DiffOptions diff_options(const Program& program, const std::vector<std::string>& libraries, const py::dict& o) {
+  DiffOptions d;
+  d.compiled = get<std::string>(o, "compiled");
+  BackendOptions& b = d.backend;
+  b.device = get_optional<std::string>(o, "device").value_or(program.export_device.str());
+  b.inductor_config = get<std::vector<std::string>>(o, "inductor_config");
+  b.matmul_precision = get_optional<std::string>(o, "matmul_precision").value_or("");
+  if (!b.matmul_precision.empty() && b.matmul_precision != "highest" && b.matmul_precision != "high" && b.matmul_precision != "medium")
+    usage(fmt::format("matmul_precision='{}': expected 'highest', 'high' or 'medium'", b.matmul_precision));
+  b.no_tf32 = get<bool>(o, "no_tf32");
+  b.timeout_seconds = get<double>(o, "timeout");
+  b.python = get_optional<std::string>(o, "worker_python").value_or("");
+  b.inductor_cache_dir = get_optional<std::string>(o, "inductor_cache").value_or("");
+  b.seed = get<uint64_t>(o, "seed");
+  b.op_libraries = libraries;
+
+  ToleranceRule rule = parse_rule(get<std::string>(o, "rule"));
+  rule.tol = get<double>(o, "tol");
+  rule.fp32_multiplier = get<double>(o, "fp32_multiplier");
+  rule.low_precision_multiplier = get<double>(o, "low_precision_multiplier");
+  rule.small_tensor_multipliers = get<bool>(o, "small_tensor_multipliers");
+  d.rule = rule;
+
+  d.exploded = get<bool>(o, "exploded");
+  d.localize.enabled = get<bool>(o, "localize");
+  const std::string bisect = get<std::string>(o, "bisect");
+  if (bisect != "binary" && bisect != "linear") usage(fmt::format("bisect='{}': expected 'binary' or 'linear'", bisect));
+  d.localize.search = bisect == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
+  d.localize.max_compiles = get<size_t>(o, "max_compiles");
+  d.localize.repeats = get<int>(o, "repeats");
+  if (d.localize.repeats < 1 || d.localize.repeats > 100) usage(fmt::format("repeats={}: expected 1 to 100", d.localize.repeats));
+  d.top = get<size_t>(o, "top");
+  d.repro_dir = get_optional<std::string>(o, "repro").value_or("");
+  d.max_memory = max_memory_of(o);
+  return d;
+}
+
+/// The progress line on a terminal (as the CLI draws it) unless progress=False.
+struct Progress {
+  std::optional<TerminalProgress> line;
+  explicit Progress(const py::dict& o) {
+    if (get<bool>(o, "progress")) line.emplace();
+  }
+  void attach(BackendOptions& b) {
+    if (line) b.on_wait = [this](const std::string& activity, double elapsed) { line->on_wait(activity, elapsed); };
+  }
+  void clear() {
+    if (line) line->clear();
+  }
+};
+
+BoundInputs bind_call(const ProgramHandle& p, py::handle inputs, const py::dict& o) {
+  return bind_given(*p.program, inputs, get<bool>(o, "random_inputs"), get<uint64_t>(o, "seed"), max_memory_of(o),
+              get<std::string>(o, "inputs_origin"));
+}
+
+// --- results -------------------------------------------------------------------------------------
+
+py::object wrap(const at::Tensor& t) {
+  if (!t.defined()) return py::none();
+  return py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+}
+
+py::list output_values(const DiffHandle& h) {
+  py::list out;
+  const DiffResult& r = *h.result;
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    const OutputValues* v = r.values && i < r.values->outputs.size() ? &r.values->outputs[i] : nullptr;
+    out.append(py::make_tuple(r.outputs[i].name, v ? wrap(v->compiled) : py::none(), v ? wrap(v->eager) : py::none(),
+                              v ? wrap(v->fp64) : py::none()));
+  }
+  return out;
+}
+
+// --- errors --------------------------------------------------------------------------------------
+
+struct ErrorClasses {
+  py::object base, usage, bad_archive, bad_inputs, unsupported, internal;
+  py::object of(Error::Kind kind) const {
+    switch (kind) {
+      case Error::Kind::Usage: return usage;
+      case Error::Kind::BadArchive: return bad_archive;
+      case Error::Kind::BadInputs: return bad_inputs;
+      case Error::Kind::Unsupported: return unsupported;
+      case Error::Kind::Internal: return internal;
+    }
+    return internal;
+  }
+};
+
+py::object make_error_class(py::module_& m, const char* name, py::handle base, const char* kind, int exit_code, const char* doc) {
+  py::object cls = py::reinterpret_steal<py::object>(
+      PyErr_NewExceptionWithDoc(fmt::format("pt2diff.{}", name).c_str(), doc, base.ptr(), nullptr));
+  if (!cls) throw py::error_already_set();
+  cls.attr("kind") = kind;
+  cls.attr("exit_code") = exit_code;
+  m.attr(name) = cls;
+  return cls;
+}
+
+}  // namespace
+
+}  // namespace pt2diff::python
+
+PYBIND11_MODULE(_pt2diff, m) {
+  using namespace pt2diff;
+  using namespace pt2diff::python;
+  m.doc() = "pt2diff's engine (the native half of the pt2diff package: use `import pt2diff`)";
+
+  // Kept until the process ends: destroying Python objects after the interpreter has gone would crash.
+  static ErrorClasses& errors = *new ErrorClasses;
+  errors.base = make_error_class(m, "Error", PyExc_Exception, "", 2,
+                                 "pt2diff's error: str() is the one line the CLI prints after 'pt2diff: '. "
+                                 "`kind` names the class of problem, `exit_code` is the CLI's (2, 3 for internal errors).");
+  errors.usage = make_error_class(m, "UsageError", errors.base, "usage", 2, "bad options or arguments");
+  errors.bad_archive = make_error_class(m, "BadArchiveError", errors.base, "bad_archive", 2,
+                                        "the graph cannot be read as a torch.export archive");
+  errors.bad_inputs = make_error_class(m, "BadInputsError", errors.base, "bad_inputs", 2,
+                                       "inputs missing, unreadable or not matching the graph");
+  errors.unsupported = make_error_class(m, "UnsupportedError", errors.base, "unsupported", 2,
+                                        "a valid graph that pt2diff cannot handle (yet)");
+  errors.internal = make_error_class(m, "InternalError", errors.base, "internal", 3, "a bug in pt2diff: please report it");
+  py::register_local_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      PyErr_SetString(errors.of(e.kind()).ptr(), e.what());
+    } catch (const c10::Error& e) {
+      // As the CLI says it: libtorch's message, first line only.
+      PyErr_SetString(errors.internal.ptr(), ("internal error (libtorch): " + first_line(e.what())).c_str());
+    }
+  });
+
+  py::class_<ProgramHandle>(m, "Program", "A loaded torch.export program (pt2diff.load).")
+      .def_property_readonly("path", [](const ProgramHandle& p) { return p.program->path; },
+                             "the archive's path, or the name it was given when loaded from memory")
+      .def_property_readonly("model_name", [](const ProgramHandle& p) { return p.program->model_name; })
+      .def_property_readonly("export_device", [](const ProgramHandle& p) { return p.program->export_device.str(); },
+                             "the device it was exported on ('cpu', 'cuda:0'): the compiler's default device")
+      .def_property_readonly("in_memory", [](const ProgramHandle& p) { return p.program->archive_bytes != nullptr; },
+                             "loaded from bytes: a compiler in another process gets a temporary copy")
+      .def_property_readonly("node_count", [](const ProgramHandle& p) { return p.program->ir.graph.nodes().size(); })
+      .def_property_readonly("weight_bytes", [](const ProgramHandle& p) { return p.program->weight_bytes(); })
+      .def_property_readonly("has_sample_inputs", [](const ProgramHandle& p) { return p.program->sample_inputs.has_value(); })
+      .def_property_readonly("libraries", [](const ProgramHandle& p) { return p.libraries; })
+      .def("__repr__", [](const ProgramHandle& p) {
+        return fmt::format("<pt2diff.Program {} ({} nodes)>", p.program->path, p.program->ir.graph.nodes().size());
+      });
+
+  m.def(
+      "load",
+      [](const std::string& path, const std::string& model, const std::vector<std::string>& libraries) {
+        return engine_call([&] {
+          for (const std::string& l : libraries) load_op_library(l);
+          return ProgramHandle{std::make_shared<const Program>(load_program(path, LoadOptions{model})), libraries};
+        });
+      },
+      py::arg("path"), py::arg("model") = "", py::arg("libraries") = std::vector<std::string>{},
+      "Loads a torch.export archive from a path.");
+  m.def(
+      "load_bytes",
+      [](py::bytes data, const std::string& name, const std::string& model, const std::vector<std::string>& libraries) {
+        std::string bytes = data;  // one copy, made with the GIL held
+        return engine_call([&] {
+          for (const std::string& l : libraries) load_op_library(l);
+          return ProgramHandle{std::make_shared<const Program>(load_program_from_memory(std::move(bytes), name, LoadOptions{model})),
+                               libraries};
+        });
+      },
+      py::arg("data"), py::arg("name"), py::arg("model") = "", py::arg("libraries") = std::vector<std::string>{},
+      "Loads a torch.export archive from its bytes (what torch.export.save writes to a BytesIO).");
+
+  py::class_<DiffHandle>(m, "DiffResult", "A diff's result (the native handle behind pt2diff.DiffResult).")
+      .def("to_json", [](const DiffHandle& h) { return to_json(*h.result); })
+      .def("to_text", [](const DiffHandle& h) { return to_text(*h.result); })
+      .def("to_summary", [](const DiffHandle& h) { return to_summary(*h.result); })
+      .def("to_failure_message", [](const DiffHandle& h) { return to_failure_message(*h.result); })
+      .def(
+          "to_html",
+          [](const DiffHandle& h, const std::string& command) {
+            return to_html(*h.result, {h.program.get(), command, ""});
+          },
+          py::arg("command") = "")
+      .def_property_readonly("diverged", [](const DiffHandle& h) { return h.result->diverged; })
+      .def_property_readonly("compiled_failed", [](const DiffHandle& h) { return h.result->compiled_failed; })
+      .def("output_values", &output_values);
+
+  py::class_<SweepHandle>(m, "SweepResult", "A sweep's result (the native handle behind pt2diff.SweepResult).")
+      .def("to_json", [](const SweepHandle& h) { return sweep_to_json(*h.result); })
+      .def("to_text", [](const SweepHandle& h) { return sweep_to_text(*h.result); })
+      .def("to_csv", [](const SweepHandle& h) { return sweep_to_csv(*h.result); })
+      .def("to_svg", [](const SweepHandle& h) { return sweep_to_svg(*h.result); })
+      .def_property_readonly("run", [](const SweepHandle& h) {
+        return DiffHandle{std::shared_ptr<const DiffResult>(h.result, &h.result->run), h.program};
+      });
+
+  m.def(
+      "diff",
+      [](const ProgramHandle& p, py::object inputs, const py::dict& o) {
+        BoundInputs bound = bind_call(p, inputs, o);
+        DiffOptions options = diff_options(*p.program, p.libraries, o);
+        Progress progress(o);
+        progress.attach(options.backend);
+        auto result = engine_call([&] { return std::make_shared<const DiffResult>(diff(*p.program, bound, options)); });
+        progress.clear();
+        return DiffHandle{result, p.program};
+      },
+      py::arg("program"), py::arg("inputs"), py::arg("options"));
+  m.def(
+      "explain",
+      [](const ProgramHandle& p, py::object inputs, const std::string& node, const std::string& last, const py::dict& o) {
+        BoundInputs bound = bind_call(p, inputs, o);
+        DiffOptions options = diff_options(*p.program, p.libraries, o);
+        Progress progress(o);
+        progress.attach(options.backend);
+        std::vector<Hint> hints = engine_call([&] { return explain(*p.program, bound, node, options, last); });
+        progress.clear();
+        return py::make_tuple(hints_to_json(hints), hints_to_text(hints));
+      },
+      py::arg("program"), py::arg("inputs"), py::arg("node"), py::arg("last"), py::arg("options"));
+  m.def(
+      "sweep",
+      [](const ProgramHandle& p, py::object inputs, const std::string& tols, const std::vector<double>& multipliers, bool localize,
+         const py::dict& o) {
+        BoundInputs bound = bind_call(p, inputs, o);
+        SweepOptions options;
+        options.diff = diff_options(*p.program, p.libraries, o);
+        options.tols = parse_tolerances(tols);
+        options.multipliers = multipliers;
+        options.localize = localize;
+        Progress progress(o);
+        progress.attach(options.diff.backend);
+        auto result = engine_call([&] { return std::make_shared<const SweepResult>(sweep(*p.program, bound, options)); });
+        progress.clear();
+        return SweepHandle{result, p.program};
+      },
+      py::arg("program"), py::arg("inputs"), py::arg("tols"), py::arg("multipliers"), py::arg("localize"), py::arg("options"));
+  m.def(
+      "cli_flags",
+      [](const ProgramHandle& p, const py::dict& o) {
+        return to_flags(diff_options(*p.program, p.libraries, o), p.program->export_device.str());
+      },
+      py::arg("program"), py::arg("options"),
+      "The flags of `pt2diff GRAPH INPUTS` that run the CLI with these options (pt2diff/options.h: to_flags).");
+}

@@ -1,0 +1,200 @@
+"""pt2diff from Python: the engine in the process where the model lives (docs/python.md).
+
+    import pt2diff, torch
+    ep = torch.export.export(model, (x,))
+    r = pt2diff.diff(ep, (x,), compiled="inductor")      # in memory: no archive or inputs file
+    print(r.verdict, r.outputs[0].reason)                # the fields of the CLI's --json report
+    print(r.to_text())                                   # the CLI's report; r.to_json() its --json
+
+``program`` is a :class:`Program` from :func:`load`, a path to a .pt2 archive, a
+``torch.export.ExportedProgram`` (serialized in memory) or an ``nn.Module`` (exported with the inputs
+first). ``inputs`` is a tensor, a tuple or list (positional), a dict (by name) or ``(args, kwargs)``,
+as torch tensors; None takes the archive's sample inputs. Errors are :class:`Error` subclasses whose
+``str()`` is the line the CLI prints after "pt2diff: ".
+
+Options are keyword arguments named after the CLI's flags (``--no-exploded`` is ``exploded=False``):
+
+    compiled                  --compiled          the compiled side: inductor, eager, aoti:PKG, external:CMD,
+                                                  fault:NODE:KIND ("inductor")
+    device                    --device            device the compiler targets (None: where the graph was exported)
+    inductor_config           --inductor-config   Inductor overrides: ["k=v", ...] or {"k": python_value} (none)
+    matmul_precision          --matmul-precision  "highest", "high", "medium" (None: torch's default)
+    no_tf32                   --no-tf32           TF32 off on the compiled side (False)
+    timeout                   --timeout           seconds a compile or run may take (900)
+    worker_python             --worker-python     Python of the Inductor worker (None: $PT2DIFF_PYTHON, else
+                                                  the one pt2diff was built with)
+    inductor_cache            --inductor-cache    Inductor cache directory (None: ~/.cache/pt2diff/inductor)
+    random_inputs             --random-inputs     draw inputs from the graph's metadata (False)
+    seed                      --seed              seed of random_inputs and of every run's generators (0)
+    max_memory                --max-memory        refuse runs estimated above this: bytes, "16G", "none"
+                                                  (None: the memory available)
+    rule                      --rule              same, allclose, ulp:N, cosine[:C] ("same")
+    tol                       --tol               the rule's tolerance (1e-3); for sweep the grid, "LO:HI:N" or a list
+    fp32_multiplier           --fp32-multiplier   RMSE multiplier for fp32 outputs (2.0)
+    low_precision_multiplier  --low-precision-multiplier   the same for fp16/bf16 and small outputs (3.0)
+    small_tensor_multipliers  --small-tensor-multipliers   8 for numel <= 500, 10 for numel <= 10 (False)
+    exploded                  --no-exploded       the exploded compile, every op alone (True)
+    localize                  --no-localize       bisect the graph when an output diverges (True; sweep: --localize,
+                                                  False)
+    bisect                    --bisect            "binary" or "linear" ("binary")
+    max_compiles              --max-compiles      localization's compile budget (64)
+    repeats                   --repeats           runs of each boundary probe (2)
+    top                       --top               nodes in the ranking of introduced error (10)
+    repro                     --repro             directory to write the culprit to as a standalone repro (None)
+    progress                  (a terminal)        a progress line on stderr while compiling, when stderr is a
+                                                  terminal (True; False: never)
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+import torch  # loads libtorch and libtorch_python, which the native module links against
+
+try:
+    from . import _pt2diff
+except ImportError as e:  # pragma: no cover - an installation without the module
+    raise ImportError(f"pt2diff: the native module pt2diff._pt2diff cannot be imported ({e}): build it with "
+                      "scripts/setup.sh or pip install --no-build-isolation ./python (docs/python.md)") from e
+from ._pt2diff import (BadArchiveError, BadInputsError, Error, InternalError, Program, UnsupportedError,
+                       UsageError)
+from ._results import DiffResult, Explanation, OutputValues, Record, SweepResult
+
+__all__ = ["load", "diff", "explain", "sweep", "cli_flags", "Program", "DiffResult", "SweepResult", "Explanation",
+           "Record", "OutputValues", "Error", "UsageError", "BadArchiveError", "BadInputsError", "UnsupportedError",
+           "InternalError"]
+
+#: The name an ExportedProgram (or nn.Module) serialized in memory goes by in messages and reports.
+EXPORTED_PROGRAM_NAME = "<ExportedProgram>"
+#: The name of inputs given as Python objects, where the CLI names the inputs file.
+PYTHON_INPUTS_NAME = "<Python inputs>"
+
+_INPUT_OPTIONS = {"random_inputs": False, "seed": 0, "max_memory": None}
+_COMPILER_OPTIONS = {"compiled": "inductor", "device": None, "inductor_config": (), "matmul_precision": None,
+                     "no_tf32": False, "timeout": 900.0, "worker_python": None, "inductor_cache": None}
+_RULE_OPTIONS = {"rule": "same", "tol": 1e-3, "fp32_multiplier": 2.0, "low_precision_multiplier": 3.0,
+                 "small_tensor_multipliers": False}
+_SEARCH_OPTIONS = {"exploded": True, "localize": True, "bisect": "binary", "max_compiles": 64, "repeats": 2, "top": 10,
+                   "repro": None}
+_DIFF_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, **_SEARCH_OPTIONS, "progress": True}
+_EXPLAIN_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, "progress": True}
+_SWEEP_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, "tol": "1e-7:1e-1:13", "multiplier": (),
+                  "localize": False, "exploded": True, "progress": True}
+
+
+def load(source, *, model: str | None = None, load_library=()) -> Program:
+    """Loads a program: a path to a torch.export archive, the bytes of one, or a torch.export.ExportedProgram.
+
+    An ExportedProgram is serialized with ``torch.export.save`` into memory (no file); its sample inputs
+    come along. ``model`` picks ``models/<name>.json`` of an archive holding several; ``load_library``
+    names custom-op libraries to load first (here and in the compiler's worker), like ``--load-library``.
+    Raises :class:`BadArchiveError` with the CLI's line for anything that is not a readable archive.
+    """
+    libraries = [os.fspath(p) for p in ([load_library] if isinstance(load_library, (str, os.PathLike)) else load_library)]
+    if isinstance(source, Program):
+        return source
+    if isinstance(source, torch.export.ExportedProgram):
+        buffer = io.BytesIO()
+        torch.export.save(source, buffer)
+        return _pt2diff.load_bytes(buffer.getvalue(), EXPORTED_PROGRAM_NAME, model or "", libraries)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _pt2diff.load_bytes(bytes(source), "<bytes>", model or "", libraries)
+    if isinstance(source, (str, os.PathLike)):
+        return _pt2diff.load(os.fspath(source), model or "", libraries)
+    if isinstance(source, torch.nn.Module):
+        raise TypeError("pt2diff.load: an nn.Module needs inputs to be exported: pass it to pt2diff.diff(module, inputs), "
+                        "or export it first (torch.export.export(module, args))")
+    raise TypeError(f"pt2diff.load: expected a path, bytes or a torch.export.ExportedProgram, got {type(source).__name__}")
+
+
+def _split(inputs) -> tuple[tuple, dict]:
+    """inputs as torch.export.export takes them: (args, kwargs)."""
+    if isinstance(inputs, torch.Tensor):
+        return (inputs,), {}
+    if isinstance(inputs, dict):
+        return (), dict(inputs)
+    if isinstance(inputs, (tuple, list)):
+        if len(inputs) == 2 and isinstance(inputs[0], (tuple, list)) and isinstance(inputs[1], dict):
+            return tuple(inputs[0]), dict(inputs[1])
+        return tuple(inputs), {}
+    raise TypeError(f"inputs: expected a tensor, a tuple or list, a dict or (args, kwargs), got {type(inputs).__name__}")
+
+
+def _program(source, inputs) -> Program:
+    if isinstance(source, torch.nn.Module):
+        if inputs is None:
+            raise TypeError("an nn.Module is exported with its inputs: pass inputs")
+        args, kwargs = _split(inputs)
+        return load(torch.export.export(source, args, kwargs))
+    return load(source)
+
+
+def _options(defaults: dict, given: dict, function: str) -> dict[str, Any]:
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise TypeError(f"pt2diff.{function}() got unknown option{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(map(repr, unknown))} (options: {', '.join(sorted(defaults))})")
+    # Options a command does not take (explain: the search) keep the CLI's defaults.
+    o = {**_SEARCH_OPTIONS, **defaults, **given}
+    config = o["inductor_config"]
+    if isinstance(config, dict):
+        config = [f"{k}={v!r}" for k, v in config.items()]
+    elif isinstance(config, str):
+        config = [config]
+    o["inductor_config"] = list(config)
+    for key in ("worker_python", "inductor_cache", "repro"):
+        if o.get(key) is not None:
+            o[key] = os.fspath(o[key])
+    o["progress"] = bool(o["progress"])
+    o["inputs_origin"] = PYTHON_INPUTS_NAME
+    return o
+
+
+def diff(program, inputs=None, **options) -> DiffResult:
+    """Runs the program three ways (compiled, eager, fp64) and compares, as ``pt2diff GRAPH INPUTS`` does.
+
+    Returns a :class:`DiffResult` (``.verdict``, ``.outputs``, ``.culprit``, ``.hints``, ``.to_json()`` ...).
+    A compiler that fails is recorded in it (``compiled_failed``), not raised. Options: see the module's doc.
+    """
+    o = _options(_DIFF_OPTIONS, options, "diff")
+    p = _program(program, inputs)
+    return DiffResult(_pt2diff.diff(p, inputs, o))
+
+
+def explain(program, inputs=None, *, node: str, to: str | None = None, **options) -> Explanation:
+    """The hint experiments on one node, or the window from ``node`` to ``to``, as ``pt2diff explain`` runs them.
+
+    Takes the compiler, rule and input options of :func:`diff`. Returns an :class:`Explanation`.
+    """
+    o = _options(_EXPLAIN_OPTIONS, options, "explain")
+    p = _program(program, inputs)
+    hints_json, hints_text = _pt2diff.explain(p, inputs, node, to or "", o)
+    what = f"node {node} alone" if not to else f"window {node} .. {to}"
+    return Explanation(f"{p.path}: {what} on fp64-exact inputs, compiled = {o['compiled']}\n", hints_json, hints_text)
+
+
+def sweep(program, inputs=None, **options) -> SweepResult:
+    """One set of runs judged at every tolerance of a grid, as ``pt2diff sweep`` does.
+
+    ``tol`` is the grid ("LO:HI:N", "A,B,C" or a list of numbers; default "1e-7:1e-1:13"), ``multiplier`` a
+    list of RMSE multipliers (the second axis), ``localize=True`` localizes at every failing point.
+    Takes the compiler, rule and input options of :func:`diff`, and ``exploded``.
+    """
+    o = _options(_SWEEP_OPTIONS, options, "sweep")
+    tols = o.pop("tol")
+    if not isinstance(tols, str):
+        tols = ",".join(repr(float(t)) for t in tols)
+    multipliers = [float(m) for m in o.pop("multiplier")]
+    localize = bool(o.pop("localize"))
+    # The rule's own tol is not used by a sweep's points; the engine keeps the CLI's rule defaults.
+    o.update({"tol": _RULE_OPTIONS["tol"], "localize": _SEARCH_OPTIONS["localize"]})
+    p = _program(program, inputs)
+    return SweepResult(_pt2diff.sweep(p, inputs, tols, multipliers, localize, o))
+
+
+def cli_flags(program, inputs=None, **options) -> list[str]:
+    """The flags after ``pt2diff GRAPH INPUTS`` that run the CLI with these options (options.h: to_flags)."""
+    o = _options(_DIFF_OPTIONS, options, "cli_flags")
+    return _pt2diff.cli_flags(_program(program, inputs), o)

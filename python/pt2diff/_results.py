@@ -1,0 +1,237 @@
+"""The result objects of pt2diff.diff, pt2diff.sweep and pt2diff.explain.
+
+Their attributes are the fields of the JSON reports (docs/report.schema.json, docs/sweep.schema.json),
+read from the same document that ``to_json()`` returns: a field the engine adds to the JSON shows up as
+an attribute with no change here. Objects are :class:`Record` (``r.outputs[0].reason``,
+``r.outputs[0]["pass"]``), arrays are lists, and the JSON's non-finite numbers (written "NaN",
+"Infinity") are floats again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+# Fields the reports write as numbers, or as "NaN"/"Infinity"/"-Infinity" where they are not finite.
+_NUMERIC = frozenset({"max_abs", "max_rel", "rmse", "max_ulp", "cosine", "worst_value", "worst_reference",
+                      "local_ulp", "compiled_local_ulp"})
+_NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def _numbers(obj: dict) -> dict:
+    for key, value in obj.items():
+        if key in _NUMERIC and isinstance(value, str):
+            obj[key] = _NON_FINITE.get(value, value)
+        elif key == "evidence" and isinstance(value, dict):
+            for name, number in value.items():
+                if isinstance(number, str):
+                    value[name] = _NON_FINITE.get(number, number)
+    return obj
+
+
+def _decode(text: str) -> Any:
+    return json.loads(text, object_hook=_numbers)
+
+
+def _view(value: Any) -> Any:
+    if isinstance(value, dict):
+        return Record(value)
+    if isinstance(value, list):
+        return [_view(v) for v in value]
+    return value
+
+
+class Record:
+    """One JSON object of a report, read as attributes (``rec.name``) or items (``rec["pass"]``).
+
+    A field that is a Python keyword is also an attribute with a trailing underscore (``rec.pass_``).
+    ``to_dict()`` gives the plain data.
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict):
+        object.__setattr__(self, "_data", data)
+
+    def __getattr__(self, key: str) -> Any:
+        data = object.__getattribute__(self, "_data")
+        if key in data:
+            return _view(data[key])
+        if key.endswith("_") and key[:-1] in data:
+            return _view(data[key[:-1]])
+        raise AttributeError(f"no field '{key}' here (fields: {', '.join(data)})")
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError("report fields are read-only")
+
+    def __getitem__(self, key: str) -> Any:
+        return _view(self._data[key])
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._data
+
+    def __dir__(self):
+        return sorted(set(self._data) | set(super().__dir__()))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Record) and self._data == other._data
+
+    def keys(self):
+        """The field names, in the report's order."""
+        return self._data.keys()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The field, or ``default`` when there is none."""
+        return _view(self._data[key]) if key in self._data else default
+
+    def to_dict(self) -> dict:
+        """The fields as plain dicts, lists and numbers (a copy)."""
+        return json.loads(json.dumps(self._data))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self._data.items() if not isinstance(v, (dict, list)))
+        return f"{type(self).__name__}({shown})"
+
+
+class OutputValues(NamedTuple):
+    """One graph output's tensors from the three runs (None where a run has no value)."""
+
+    name: str
+    compiled: Any
+    eager: Any
+    fp64: Any
+
+
+class DiffResult(Record):
+    """What :func:`pt2diff.diff` found: the fields of the CLI's ``--json`` report as attributes.
+
+    The main ones: ``verdict`` ("agree", "diverged", "compiler_failed"), ``outputs`` (per output: ``name``,
+    ``role``, ``pass``, ``reason``, ``detail``, ``compiled_to_fp64`` and ``eager_to_fp64`` metrics),
+    ``nodes`` (per node: ``name``, ``op``, ``source``, ``module_path``, ``local_ulp``, ``values`` with their
+    ``local``, ``propagated`` and ``compiled_local`` metrics), ``ranking``, ``compiles``, ``localization``
+    (``culprit``, ``hints``, ``probes``, ``repro``; None when none ran), ``tolerance``, ``warnings``.
+    """
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native):
+        super().__init__(_decode(native.to_json()))
+        object.__setattr__(self, "_native", native)
+
+    @property
+    def diverged(self) -> bool:
+        """Some output fails the rule."""
+        return self._native.diverged
+
+    @property
+    def compiled_failed(self) -> bool:
+        """A compile or a compiled run failed (see ``compiles``)."""
+        return self._native.compiled_failed
+
+    @property
+    def agrees(self) -> bool:
+        """No output diverges and the compiler did not fail: what assert_agrees asserts."""
+        return not self.diverged and not self.compiled_failed
+
+    @property
+    def failing_outputs(self) -> list:
+        """The outputs that fail the rule."""
+        return [o for o in self.outputs if not o["pass"]]
+
+    @property
+    def culprit(self) -> Record | None:
+        """Where the divergence comes from (``localization.culprit``), or None."""
+        return self.localization.culprit if self.localization is not None else None
+
+    @property
+    def hints(self) -> list:
+        """Why the culprit diverges (``localization.hints``): kind, finding, summary, suggestion, evidence, notes."""
+        return self.localization.hints if self.localization is not None else []
+
+    @property
+    def probes(self) -> list:
+        """The localization's questions to the compiler (``localization.probes``)."""
+        return self.localization.probes if self.localization is not None else []
+
+    def output_values(self) -> list[OutputValues]:
+        """Every output's compiled, eager and fp64 tensors (torch tensors, shared with the engine)."""
+        return [OutputValues(*v) for v in self._native.output_values()]
+
+    def to_json(self) -> str:
+        """The report as JSON: the document the CLI's ``--json`` writes (docs/report.schema.json)."""
+        return self._native.to_json()
+
+    def to_text(self) -> str:
+        """The readable report the CLI prints."""
+        return self._native.to_text()
+
+    def to_html(self, command: str = "") -> str:
+        """The report as one self-contained HTML page (the CLI's ``--html``); ``command`` is shown as how to rerun it."""
+        return self._native.to_html(command)
+
+    def summary(self) -> str:
+        """A few lines: failing outputs with numbers, culprit, hints, repro; or "agrees: ..." (results.h: to_summary)."""
+        return self._native.to_summary()
+
+    def failure_message(self) -> str:
+        """What a failing test prints: testing.h's message (results.h: to_failure_message)."""
+        return self._native.to_failure_message()
+
+    def __repr__(self) -> str:
+        return f"<pt2diff.DiffResult {self.verdict}: {self.graph} with {self.inputs}, compiled = {self.compiled}>"
+
+
+class SweepResult(Record):
+    """What :func:`pt2diff.sweep` found: the fields of ``pt2diff sweep --json`` (docs/sweep.schema.json)."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native):
+        super().__init__(_decode(native.to_json()))
+        object.__setattr__(self, "_native", native)
+
+    @property
+    def run(self) -> DiffResult:
+        """The one set of runs, judged at the rule's own tolerance."""
+        return DiffResult(self._native.run)
+
+    def to_json(self) -> str:
+        """docs/sweep.schema.json, as ``pt2diff sweep --json`` writes it."""
+        return self._native.to_json()
+
+    def to_text(self) -> str:
+        """The table ``pt2diff sweep`` prints."""
+        return self._native.to_text()
+
+    def to_csv(self) -> str:
+        """One row per (point, output), as ``--csv`` writes it."""
+        return self._native.to_csv()
+
+    def to_svg(self) -> str:
+        """The plot ``--plot`` writes."""
+        return self._native.to_svg()
+
+    def to_html(self) -> str:
+        """The run's report as an HTML page (the sweep's own plot is ``to_svg()``)."""
+        return self.run.to_html()
+
+
+class Explanation:
+    """What :func:`pt2diff.explain` found: ``hints`` (Records as in ``localization.hints``) and the text."""
+
+    def __init__(self, header: str, hints_json: str, hints_text: str):
+        self.hints = _view(_decode(hints_json))
+        self._header = header
+        self._json = hints_json
+        self._text = hints_text
+
+    def to_json(self) -> str:
+        """The hints as a JSON array (each as in docs/report.schema.json's localization.hints)."""
+        return self._json
+
+    def to_text(self) -> str:
+        """What ``pt2diff explain`` prints."""
+        return self._header + self._text
+
+    def __repr__(self) -> str:
+        return f"<pt2diff.Explanation {len(self.hints)} hints>"

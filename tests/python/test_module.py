@@ -1,0 +1,329 @@
+"""The Python module against the CLI on the same fixtures: same JSON, same error lines, same options.
+
+Run by ctest (python_module_tests) as
+    PYTHONPATH=BUILD/python PT2DIFF_CLI=BUILD/pt2diff python -m unittest tests/python/test_module.py
+Plain unittest, so pytest is not needed (pytest runs it too). The compiled side is the fault backend
+(eager with a planted error): fast and deterministic. One test starts an external worker
+(python/examples/eager_worker.py, ~8 s) for a program from memory; test_inductor.py has the Inductor run.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import torch
+
+import pt2diff
+from pt2diff.testing import assert_agrees
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures")
+CLI = os.environ["PT2DIFF_CLI"]
+FAULT = "fault:linear:scale=0.05"
+
+# The fields of the report that name where the graph and inputs came from (a path for the CLI, a name
+# for objects in memory) or time the run: nothing else may differ.
+WHERE_FIELDS = [("graph",), ("inputs",)]
+TIMING_FIELDS = [("seconds",), ("compiles", "*", "compile_seconds"), ("compiles", "*", "run_seconds"),
+                 ("localization", "seconds"), ("localization", "probes", "*", "seconds")]
+
+
+def fixture(name: str) -> str:
+    return os.path.abspath(os.path.join(FIXTURES, name))
+
+
+def drop(doc, path):
+    """Removes the field at `path` ('*': every element of an array) from `doc`, insisting it is there."""
+    head, rest = path[0], path[1:]
+    if head == "*":
+        for item in doc:
+            drop(item, rest)
+        return
+    if doc is None:
+        return
+    assert head in doc, f"no field {head} in the report"
+    if rest:
+        drop(doc[head], rest)
+    else:
+        del doc[head]
+
+
+def without(doc: dict, fields) -> dict:
+    doc = json.loads(json.dumps(doc))
+    for path in fields:
+        drop(doc, path)
+    return doc
+
+
+def cli(*args, check_rc=None):
+    p = subprocess.run([CLI, *args], capture_output=True, text=True)
+    if check_rc is not None and p.returncode not in check_rc:
+        raise AssertionError(f"pt2diff {' '.join(args)} exited {p.returncode}: {p.stderr}")
+    return p
+
+
+def cli_json(*args) -> dict:
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "report.json")
+        cli(*args, "--json", out, check_rc=(0, 1, 4))
+        with open(out) as f:
+            return json.load(f)
+
+
+def mlp_inputs():
+    return torch.load(fixture("mlp_inputs.pt"), weights_only=True)
+
+
+class JsonMatchesCli(unittest.TestCase):
+    """pt2diff.diff on an in-memory ExportedProgram gives the CLI's --json document on the saved files."""
+
+    def check(self, name: str, compiled: str, *flags: str, inputs_name: str = "", **options):
+        inputs_file = fixture(f"{inputs_name or name}_inputs.pt")
+        ep = torch.export.load(fixture(f"{name}.pt2"))
+        inputs = torch.load(inputs_file, weights_only=True)
+        r = pt2diff.diff(ep, inputs, compiled=compiled, **options)
+        expected = cli_json(fixture(f"{name}.pt2"), inputs_file, "--compiled", compiled, *flags)
+        got = json.loads(r.to_json())
+        self.assertEqual(got["graph"], pt2diff.EXPORTED_PROGRAM_NAME)
+        self.assertEqual(got["inputs"], pt2diff.PYTHON_INPUTS_NAME)
+        self.assertEqual(without(got, WHERE_FIELDS + TIMING_FIELDS), without(expected, WHERE_FIELDS + TIMING_FIELDS))
+        return r
+
+    def test_planted_fault_localized(self):
+        r = self.check("mlp", FAULT)
+        self.assertEqual(r.verdict, "diverged")
+        self.assertTrue(r.diverged and not r.compiled_failed and not r.agrees)
+        self.assertEqual(r.culprit.nodes, ["linear"])
+        self.assertEqual(r.culprit.ops, ["aten.linear.default"])
+        self.assertIn("make_fixtures.py:", r.culprit.sources[0])
+        self.assertTrue(r.hints and all(h.kind and h.finding and h.summary for h in r.hints))
+        self.assertTrue(r.probes)
+        self.assertFalse(r.outputs[0]["pass"])
+        self.assertFalse(r.outputs[0].pass_)
+        self.assertEqual([o.name for o in r.failing_outputs], [r.outputs[0].name])
+        self.assertGreater(r.outputs[0].compiled_to_fp64.rmse, r.outputs[0].eager_to_fp64.rmse)
+        self.assertEqual(r.nodes[0].name, json.loads(r.to_json())["nodes"][0]["name"])
+
+    def test_agreeing_run(self):
+        r = self.check("mlp", "eager")
+        self.assertEqual(r.verdict, "agree")
+        self.assertIsNone(r.localization)
+        self.assertIsNone(r.culprit)
+        self.assertEqual(r.hints, [])
+
+    def test_keyword_inputs_and_options(self):
+        # A dict of inputs (attention's mask is keyword-only) and options given as keywords and as flags.
+        r = self.check("attention_core", "fault:aten.bmm#2:noise=0.05", "--rule", "allclose", "--tol", "1e-05", "--seed", "5",
+                       "--no-exploded", "--top", "3", inputs_name="attention", rule="allclose", tol=1e-5, seed=5,
+                       exploded=False, top=3)
+        self.assertEqual(r.verdict, "diverged")
+        self.assertEqual(len(r.ranking), 3)
+
+    def test_program_from_path(self):
+        # Loaded from the same file, only the inputs' origin differs.
+        r = pt2diff.diff(pt2diff.load(fixture("mlp.pt2")), mlp_inputs(), compiled=FAULT)
+        expected = cli_json(fixture("mlp.pt2"), fixture("mlp_inputs.pt"), "--compiled", FAULT)
+        self.assertEqual(r.graph, fixture("mlp.pt2"))
+        self.assertEqual(without(json.loads(r.to_json()), [("inputs",)] + TIMING_FIELDS),
+                         without(expected, [("inputs",)] + TIMING_FIELDS))
+
+    def test_reports(self):
+        r = pt2diff.diff(fixture("mlp.pt2"), mlp_inputs(), compiled=FAULT)
+        self.assertIn("linear", r.to_text())
+        html = r.to_html("pytest")
+        self.assertTrue(html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>"))
+        self.assertTrue(r.summary().startswith("output "))
+        self.assertEqual(r.failure_message(), "pt2diff: the compiled graph does not agree with the reference\n" + r.summary())
+
+    def test_sample_inputs(self):
+        # None: the archive's sample inputs (torch.export.save keeps the example inputs).
+        ep = torch.export.load(fixture("mlp.pt2"))
+        r = pt2diff.diff(ep, None, compiled="eager")
+        self.assertEqual(r.inputs, "sample inputs")
+        self.assertEqual(r.verdict, "agree")
+
+
+class InputsInMemory(unittest.TestCase):
+    def test_layouts(self):
+        # The layouts of an inputs file, as Python objects: each binds to the same graph inputs.
+        x = mlp_inputs()[0]
+        outputs = []
+        for given in (x, (x,), [x], {"x": x}, ((x,), {}), ((), {"x": x})):
+            r = pt2diff.diff(fixture("mlp.pt2"), given, compiled="eager", exploded=False)
+            outputs.append(r.output_values()[0].eager)
+        for out in outputs[1:]:
+            self.assertTrue(torch.equal(out, outputs[0]))
+
+    def test_output_values_are_pytorch_eager(self):
+        # The engine's eager run of the graph is PyTorch's: the same ops on this machine, bit for bit.
+        ep = torch.export.load(fixture("mlp.pt2"))
+        x = mlp_inputs()[0]
+        r = pt2diff.diff(ep, (x,), compiled="eager")
+        name, compiled, eager, fp64 = r.output_values()[0]
+        want = ep.module()(x)
+        self.assertTrue(torch.equal(eager, want))
+        self.assertTrue(torch.equal(compiled, want))
+        self.assertEqual(fp64.dtype, torch.float64)
+        self.assertLess((fp64 - want.double()).abs().max().item(), 1e-5)
+
+    def test_tensors_requiring_grad(self):
+        x = mlp_inputs()[0].clone().requires_grad_(True)
+        r = pt2diff.diff(fixture("mlp.pt2"), (x,), compiled="eager", exploded=False)
+        self.assertEqual(r.verdict, "agree")
+        self.assertIsNone(x.grad)
+
+    def test_module_exported_first(self):
+        ep = torch.export.load(fixture("mlp.pt2"))
+        module = ep.module()
+        r = assert_agrees(module, mlp_inputs(), compiled="eager")
+        self.assertEqual(r.graph, pt2diff.EXPORTED_PROGRAM_NAME)
+
+    def test_threads(self):
+        # Calls from several threads run one at a time, each with its own result.
+        results = {}
+
+        def run(compiled):
+            results[compiled] = pt2diff.diff(fixture("mlp.pt2"), mlp_inputs(), compiled=compiled, exploded=False).verdict
+
+        threads = [threading.Thread(target=run, args=(c,)) for c in ("eager", FAULT)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(results, {"eager": "agree", FAULT: "diverged"})
+
+
+def archive_copies() -> set:
+    """The workers' archive copies that exist now (exchange directories are in /dev/shm or $TMPDIR)."""
+    bases = ["/dev/shm", tempfile.gettempdir()]
+    return {p for base in bases for p in glob.glob(os.path.join(base, "pt2diff-*", "archive.pt2"))}
+
+
+class WorkerFromMemory(unittest.TestCase):
+    def test_external_worker_reads_a_temporary_copy(self):
+        # A worker in another process loads the archive from a path: a program from memory is handed a
+        # copy, removed with the backend. (test_inductor.py does the same through Inductor.)
+        worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "examples", "eager_worker.py")
+        before = archive_copies()
+        r = pt2diff.diff(torch.export.load(fixture("mlp.pt2")), mlp_inputs(), compiled=f"external:{sys.executable} {worker}")
+        self.assertEqual([(c.what, c.ok) for c in r.compiles], [("graph", True), ("exploded", True)], r.to_text())
+        self.assertEqual(r.verdict, "agree")
+        self.assertEqual(archive_copies() - before, set(), "the worker's archive copy was left behind")
+
+
+class ErrorsAsCli(unittest.TestCase):
+    """Bad input: an exception of the right class whose str() is the line the CLI prints after 'pt2diff: '."""
+
+    def cli_line(self, *args) -> str:
+        p = cli(*args)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        line = p.stderr.strip()
+        self.assertTrue(line.startswith("pt2diff: ") and "\n" not in line, line)
+        return line[len("pt2diff: "):]
+
+    def test_bad_archive(self):
+        for name in ("mlp_inputs.pt", "does_not_exist.pt2"):
+            path = fixture(name)
+            with self.assertRaises(pt2diff.BadArchiveError) as caught:
+                pt2diff.load(path)
+            self.assertEqual(str(caught.exception), self.cli_line(path, fixture("mlp_inputs.pt")))
+            self.assertEqual((caught.exception.kind, caught.exception.exit_code), ("bad_archive", 2))
+            self.assertIsInstance(caught.exception, pt2diff.Error)
+
+    def test_bad_bytes(self):
+        with open(fixture("mlp_inputs.pt"), "rb") as f:
+            data = f.read()
+        with self.assertRaises(pt2diff.BadArchiveError) as caught:
+            pt2diff.load(data)
+        # The same problem as the file's, named after the bytes instead of the path.
+        self.assertEqual(str(caught.exception),
+                         self.cli_line(fixture("mlp_inputs.pt"), fixture("mlp_inputs.pt")).replace(fixture("mlp_inputs.pt"), "<bytes>"))
+
+    def test_bad_inputs(self):
+        wrong = torch.randn(3, 5)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "wrong.pt")
+            torch.save((wrong,), path)
+            expected = self.cli_line(fixture("mlp.pt2"), path)
+        with self.assertRaises(pt2diff.BadInputsError) as caught:
+            pt2diff.diff(fixture("mlp.pt2"), (wrong,), compiled="eager")
+        self.assertEqual(str(caught.exception), expected)
+
+    def test_bad_options(self):
+        with self.assertRaises(pt2diff.UsageError) as caught:
+            pt2diff.diff(fixture("mlp.pt2"), mlp_inputs(), compiled="nonsense")
+        self.assertEqual(str(caught.exception), self.cli_line(fixture("mlp.pt2"), fixture("mlp_inputs.pt"), "--compiled", "nonsense"))
+        with self.assertRaises(pt2diff.UsageError) as caught:
+            pt2diff.diff(fixture("mlp.pt2"), mlp_inputs(), rule="ulp:x")
+        self.assertEqual(str(caught.exception), self.cli_line(fixture("mlp.pt2"), fixture("mlp_inputs.pt"), "--rule", "ulp:x"))
+        with self.assertRaisesRegex(TypeError, "unknown option 'tolerance'"):
+            pt2diff.diff(fixture("mlp.pt2"), mlp_inputs(), tolerance=1e-3)
+
+    def test_python_only_mistakes(self):
+        with self.assertRaisesRegex(pt2diff.BadInputsError, r"input #0 is a list: nested containers are not graph inputs"):
+            pt2diff.diff(fixture("mlp.pt2"), ([mlp_inputs()[0]],), compiled="eager")
+        with self.assertRaisesRegex(pt2diff.BadInputsError, r"is a object: graph inputs are tensors"):
+            pt2diff.diff(fixture("mlp.pt2"), (object(),), compiled="eager")
+        with self.assertRaisesRegex(TypeError, "nn.Module needs inputs"):
+            pt2diff.load(torch.nn.Linear(2, 2))
+
+    def test_assert_agrees_on_an_error(self):
+        with self.assertRaises(AssertionError) as caught:
+            assert_agrees(fixture("does_not_exist.pt2"), mlp_inputs())
+        self.assertEqual(str(caught.exception),
+                         "pt2diff: " + self.cli_line(fixture("does_not_exist.pt2"), fixture("mlp_inputs.pt")))
+
+
+class OtherCommands(unittest.TestCase):
+    def test_sweep_matches_cli(self):
+        r = pt2diff.sweep(torch.export.load(fixture("mlp.pt2")), mlp_inputs(), compiled=FAULT, tol="1e-6:1e-1:6",
+                          multiplier=[2, 4])
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "sweep.json")
+            cli("sweep", fixture("mlp.pt2"), fixture("mlp_inputs.pt"), "--compiled", FAULT, "--tol", "1e-6:1e-1:6",
+                "--multiplier", "2,4", "--json", out, check_rc=(0,))
+            with open(out) as f:
+                expected = json.load(f)
+        # As for diff: where the program and inputs came from, and the timings.
+        fields = [("graph",), ("inputs",), ("run_seconds",), ("judge_seconds",), ("localize_seconds",)]
+        got = json.loads(r.to_json())
+        self.assertEqual((got["graph"], got["inputs"]), (pt2diff.EXPORTED_PROGRAM_NAME, pt2diff.PYTHON_INPUTS_NAME))
+        self.assertEqual(without(got, fields), without(expected, fields))
+        self.assertEqual(r.run.verdict, "diverged")
+        self.assertIn("tol", r.to_text())
+        self.assertTrue(r.to_csv().startswith("tol,"))
+        self.assertTrue(r.to_svg().lstrip().startswith("<svg"))
+
+    def test_explain_matches_cli(self):
+        e = pt2diff.explain(fixture("mlp.pt2"), mlp_inputs(), node="linear", compiled=FAULT)
+        p = cli("explain", fixture("mlp.pt2"), fixture("mlp_inputs.pt"), "--node", "linear", "--compiled", FAULT,
+                check_rc=(0,))
+        self.assertEqual(e.to_text(), p.stdout)
+        self.assertTrue(e.hints)
+        self.assertEqual([h.kind for h in e.hints], [h["kind"] for h in json.loads(e.to_json())])
+
+    def test_cli_flags(self):
+        self.assertEqual(pt2diff.cli_flags(fixture("mlp.pt2"), compiled=FAULT, tol=1e-5, exploded=False, bisect="linear"),
+                         ["--compiled", FAULT, "--tol", "1e-05", "--no-exploded", "--bisect", "linear"])
+        # A dict of Inductor settings is written as Python literals; sizes as the CLI reads them.
+        self.assertEqual(pt2diff.cli_flags(fixture("mlp.pt2"), inductor_config={"emulate_precision_casts": True},
+                                           max_memory="16G", matmul_precision="high", rule="ulp:4", repeats=3, seed=7),
+                         ["--compiled", "inductor", "--inductor-config", "emulate_precision_casts=True", "--matmul-precision",
+                          "high", "--seed", "7", "--rule", "ulp:4", "--repeats", "3", "--max-memory", "17179869184"])
+        for bad, says in (({"matmul_precision": "low"}, "matmul_precision='low': expected 'highest', 'high' or 'medium'"),
+                          ({"max_memory": "lots"}, "max_memory='lots' is not a size"),
+                          ({"bisect": "ternary"}, "bisect='ternary': expected 'binary' or 'linear'"),
+                          ({"repeats": 0}, "repeats=0: expected 1 to 100")):
+            with self.assertRaises(pt2diff.UsageError) as caught:
+                pt2diff.cli_flags(fixture("mlp.pt2"), **bad)
+            self.assertTrue(str(caught.exception).startswith(says), str(caught.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
