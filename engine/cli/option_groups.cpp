@@ -21,6 +21,22 @@ Program GraphOptions::load() const {
   return load_program(graph, LoadOptions{model});
 }
 
+namespace {
+
+/// A size flag ("16G", "512M", bytes, "none" for -1) stored in `target`.
+void add_size_option(CLI::App& app, const std::string& flag, int64_t& target, const std::string& help) {
+  app.add_option_function<std::string>(
+      flag,
+      [flag, &target](const std::string& text) {
+        auto bytes = parse_byte_size(text);
+        if (!bytes) throw CLI::ValidationError(flag, "'" + text + "' is not a size (16G, 512M, 1.5T, bytes) or none");
+        target = *bytes;
+      },
+      help);
+}
+
+}  // namespace
+
 void InputOptions::add_to(CLI::App& app) {
   auto* file = app.add_option("INPUTS", inputs,
                               "torch.save file of the inputs: tuple/list (positional), dict (by name) or (args, kwargs); "
@@ -30,15 +46,9 @@ void InputOptions::add_to(CLI::App& app) {
                  "seed for --random-inputs, and of the random generators before every run (engine and compiled side alike)")
       ->default_val(0);
   rnd->excludes(file);
-  app.add_option_function<std::string>(
-         "--max-memory",
-         [this](const std::string& text) {
-           auto bytes = parse_byte_size(text);
-           if (!bytes) throw CLI::ValidationError("--max-memory", "'" + text + "' is not a size (16G, 512M, 1.5T, bytes) or none");
-           max_memory = *bytes;
-         },
-         "refuse a run whose values would need more memory than this, estimated from the graph's shapes before anything "
-         "is allocated: 16G, 512M, none (default: the memory available when it starts)");
+  add_size_option(app, "--max-memory", max_memory,
+                  "refuse a run whose values would need more memory than this, estimated from the graph's shapes before "
+                  "anything is allocated: 16G, 512M, none (default: the memory available when it starts)");
 }
 
 void CompilerOptions::add_to(CLI::App& app) {
@@ -51,21 +61,16 @@ void CompilerOptions::add_to(CLI::App& app) {
                  "where the fp64 reference runs in a GPU run: auto (the GPU when it fits in --gpu-memory, else the CPU), cpu, cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->default_val("auto");
-  app.add_option_function<std::string>(
-         "--gpu-memory",
-         [this](const std::string& text) {
-           auto bytes = parse_byte_size(text);
-           if (!bytes) throw CLI::ValidationError("--gpu-memory", "'" + text + "' is not a size (16G, 512M, bytes) or none");
-           gpu_memory = *bytes;
-         },
-         "GPU memory the engine's runs may hold (estimated before they start): 16G, 512M, none (default: what the GPU has "
-         "free); with less, --reference-device auto runs the fp64 reference on the CPU");
+  add_size_option(app, "--gpu-memory", gpu_memory,
+                  "GPU memory the engine's runs may hold (estimated before they start): 16G, 512M, none (default: what the "
+                  "GPU has free); with less, --reference-device auto runs the fp64 reference on the CPU");
   app.add_option("--inductor-config", backend.inductor_config,
                  "Inductor config override KEY=VALUE (a Python literal), repeatable: emulate_precision_casts=True");
   app.add_option("--matmul-precision", backend.matmul_precision,
-                 "torch.set_float32_matmul_precision of the compiled side, as your program sets it (high: TF32 on CUDA)")
+                 "torch.set_float32_matmul_precision as your program sets it (high: TF32 on CUDA), for the eager runs and the "
+                 "compiled side alike")
       ->check(CLI::IsMember({"highest", "high", "medium"}));
-  app.add_flag("--no-tf32", backend.no_tf32, "TF32 off on the compiled side for matmuls and cuDNN convolutions (CUDA)");
+  app.add_flag("--no-tf32", backend.no_tf32, "TF32 off for matmuls and cuDNN convolutions (CUDA), eager and compiled alike");
   app.add_option("--timeout", backend.timeout_seconds, "seconds one compile or run may take before the worker is killed and the failure reported")
       ->default_val(900.0);
   app.add_option("--worker-python", backend.python, "Python of the Inductor worker (default: the venv pt2diff was built with)");

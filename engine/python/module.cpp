@@ -163,22 +163,26 @@ std::optional<T> get_optional(const py::dict& o, const char* key) {
 
 [[noreturn]] void usage(const std::string& what) { throw Error(Error::Kind::Usage, what); }
 
-int64_t max_memory_of(const py::dict& o) {
-  py::object v = o["max_memory"];
+/// A size option (max_memory, gpu_memory): None is 0 (the memory available), an int bytes, a string as
+/// the CLI reads it ("16G", "none").
+int64_t size_of(const py::dict& o, const char* key, const char* name) {
+  py::object v = o[key];
   if (v.is_none()) return 0;
   if (PyLong_Check(v.ptr())) return v.cast<int64_t>();
   const std::string text = py::str(v).cast<std::string>();
   auto bytes = parse_byte_size(text);
-  if (!bytes) usage(fmt::format("max_memory='{}' is not a size (16G, 512M, 1.5T, bytes) or 'none'", text));
+  if (!bytes) usage(fmt::format("{}='{}' is not a size (16G, 512M, 1.5T, bytes) or 'none'", name, text));
   return *bytes;
 }
+
+int64_t max_memory_of(const py::dict& o) { return size_of(o, "max_memory", "max_memory"); }
 
 /// The DiffOptions of a call, as CompilerOptions, RuleOptions and SearchOptions build them for the CLI.
 DiffOptions diff_options(const Program& program, const std::vector<std::string>& libraries, const py::dict& o) {
   DiffOptions d;
   d.compiled = get<std::string>(o, "compiled");
   BackendOptions& b = d.backend;
-  b.device = get_optional<std::string>(o, "device").value_or(program.export_device.str());
+  b.device = get_optional<std::string>(o, "device").value_or(default_device(program));
   b.inductor_config = get<std::vector<std::string>>(o, "inductor_config");
   b.matmul_precision = get_optional<std::string>(o, "matmul_precision").value_or("");
   if (!b.matmul_precision.empty() && b.matmul_precision != "highest" && b.matmul_precision != "high" && b.matmul_precision != "medium")
@@ -208,6 +212,10 @@ DiffOptions diff_options(const Program& program, const std::vector<std::string>&
   d.top = get<size_t>(o, "top");
   d.repro_dir = get_optional<std::string>(o, "repro").value_or("");
   d.max_memory = max_memory_of(o);
+  d.reference_device = get<std::string>(o, "reference_device");
+  if (d.reference_device != "auto" && d.reference_device != "cpu" && d.reference_device != "cuda")
+    usage(fmt::format("reference_device='{}': expected 'auto', 'cpu' or 'cuda'", d.reference_device));
+  d.gpu_memory = size_of(o, "gpu_memory", "gpu_memory");
   return d;
 }
 
@@ -414,7 +422,7 @@ PYBIND11_MODULE(_pt2diff, m) {
   m.def(
       "cli_flags",
       [](const ProgramHandle& p, const py::dict& o) {
-        return to_flags(diff_options(*p.program, p.libraries, o), p.program->export_device.str());
+        return to_flags(diff_options(*p.program, p.libraries, o), default_device(*p.program));
       },
       py::arg("program"), py::arg("options"),
       "The flags of `pt2diff GRAPH INPUTS` that run the CLI with these options (pt2diff/options.h: to_flags).");

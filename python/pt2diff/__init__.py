@@ -16,10 +16,13 @@ Options are keyword arguments named after the CLI's flags (``--no-exploded`` is 
 
     compiled                  --compiled          the compiled side: inductor, eager, aoti:PKG, external:CMD,
                                                   fault:NODE:KIND ("inductor")
-    device                    --device            device the compiler targets (None: where the graph was exported)
+    device                    --device            device of the eager runs and the compiler (None: where the graph
+                                                  was exported when this machine has it, else "cpu")
+    reference_device          --reference-device  where the fp64 run goes in a GPU run: "auto", "cpu", "cuda" ("auto")
+    gpu_memory                --gpu-memory        GPU memory the runs may hold: bytes, "40G", "none" (None: free)
     inductor_config           --inductor-config   Inductor overrides: ["k=v", ...] or {"k": python_value} (none)
     matmul_precision          --matmul-precision  "highest", "high", "medium" (None: torch's default)
-    no_tf32                   --no-tf32           TF32 off on the compiled side (False)
+    no_tf32                   --no-tf32           TF32 off, eager and compiled alike (False)
     timeout                   --timeout           seconds a compile or run may take (900)
     worker_python             --worker-python     Python of the Inductor worker (None: $PT2DIFF_PYTHON, else
                                                   the one pt2diff was built with)
@@ -72,8 +75,9 @@ EXPORTED_PROGRAM_NAME = "<ExportedProgram>"
 PYTHON_INPUTS_NAME = "<Python inputs>"
 
 _INPUT_OPTIONS = {"random_inputs": False, "seed": 0, "max_memory": None}
-_COMPILER_OPTIONS = {"compiled": "inductor", "device": None, "inductor_config": (), "matmul_precision": None,
-                     "no_tf32": False, "timeout": 900.0, "worker_python": None, "inductor_cache": None}
+_COMPILER_OPTIONS = {"compiled": "inductor", "device": None, "reference_device": "auto", "gpu_memory": None,
+                     "inductor_config": (), "matmul_precision": None, "no_tf32": False, "timeout": 900.0,
+                     "worker_python": None, "inductor_cache": None}
 _RULE_OPTIONS = {"rule": "same", "tol": 1e-3, "fp32_multiplier": 2.0, "low_precision_multiplier": 3.0,
                  "small_tensor_multipliers": False}
 _SEARCH_OPTIONS = {"exploded": True, "localize": True, "bisect": "binary", "max_compiles": 64, "repeats": 2, "top": 10,

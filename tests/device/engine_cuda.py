@@ -27,7 +27,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "fixtures"))
 sys.path.insert(0, os.path.join(HERE, "..", "engine", "backends"))
-from reference import LOW_FLOATS, SEED, Fp64Reference  # noqa: E402
+from reference import Fp64Reference, fp64_reference  # noqa: E402
 from inductor_agreement import on_device, user_call  # noqa: E402
 
 CPU_FIXTURES = ["mlp", "mlp_core", "attention_core", "bf16_block_core", "conv_bn_relu_core", "ln_softmax_gelu_core",
@@ -107,19 +107,8 @@ def gpu_reference(ep, args, kwargs):
     torch.manual_seed(0)  # pt2diff seeds its runs with --seed (0)
     with torch.no_grad():
         eager = leaves(module(*gargs, **gkwargs))
-    # fixtures/reference.py's fp64_reference, with the module and the inputs on the GPU.
-    gm = on_device(ep.module(), "cuda")
-    gm.to(torch.float64)
-    up = lambda t: t.double() if isinstance(t, torch.Tensor) and t.dtype in LOW_FLOATS else t  # noqa: E731
-    flat = [up(t) for t in torch.utils._pytree.tree_leaves((gargs, gkwargs))]
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    torch.manual_seed(SEED)
-    try:
-        with torch.no_grad():
-            fp64 = leaves(GpuFp64Reference(gm).run(*flat))
-    finally:
-        torch.set_default_dtype(previous)
+    # fixtures/reference.py's fp64 reference, with the module and the inputs on the GPU.
+    fp64 = leaves(fp64_reference(ep, gargs, gkwargs, module=on_device(ep.module(), "cuda"), interpreter=GpuFp64Reference))
     return eager, fp64
 
 
