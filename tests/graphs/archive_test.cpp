@@ -94,22 +94,7 @@ std::vector<std::string> fixture_names() {
 INSTANTIATE_TEST_SUITE_P(Fixtures, EveryFixture, ::testing::ValuesIn(fixture_names()),
                          [](const auto& info) { return info.param; });
 
-TEST(Archive, ReadsArchivesWrittenByTorch211) {
-  // Written by torch 2.11 (CUDA build): schema 8.17, top folder 'm', not the file stem.
-  for (const char* name : {"torch-2.11/toy.pt2", "torch-2.11/toy_core.pt2"}) {
-    Program p = load_program(fixture(name));
-    EXPECT_EQ(p.ir.torch_version.substr(0, 4), "2.11");
-    EXPECT_EQ(p.ir.schema_minor, 17);
-    EXPECT_EQ(p.state.size(), 4u);
-    EXPECT_GT(p.ir.graph.nodes().size(), 8u);
-  }
-  Program p = load_program(fixture("torch-2.11/toy.pt2"));
-  // aten.mul.Tensor with a Python float in its Tensor slot.
-  bool found = false;
-  for (const Node& n : p.ir.graph.nodes())
-    if (n.target == "torch.ops.aten.mul.Tensor" && n.inputs.at(1).arg.kind == Argument::Kind::Float) found = true;
-  EXPECT_TRUE(found);
-}
+// Archives written by torch 2.11, 2.12 and 2.14: tests/graphs/torch_versions_test.cpp.
 
 TEST(Archive, KeepsSourceInfoUsersKnow) {
   Program p = load_program(fixture("mlp.pt2"));
