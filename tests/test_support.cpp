@@ -122,9 +122,17 @@ std::string reference_outputs(const std::string& name, bool fp64, const std::str
   if (fs::exists(want)) return want.string();
   // One Python start (torch's import is most of the cost) for every eager fixture still missing.
   std::vector<std::string> names = {name};
-  if (library.empty() && !fp64)
-    for (const auto& n : runnable_fixtures())
+  if (library.empty() && !fp64) {
+    std::vector<std::string> all = runnable_fixtures();
+    // The archives of other torch versions (fixtures/torch-*/toy[_core].pt2: torch_versions_test.cpp).
+    for (const auto& entry : fs::directory_iterator(PT2DIFF_FIXTURES))
+      if (entry.is_directory() && entry.path().filename().string().rfind("torch-", 0) == 0)
+        for (const char* stem : {"toy", "toy_core"})
+          if (fs::exists(entry.path() / (std::string(stem) + ".pt2")))
+            all.push_back(entry.path().filename().string() + "/" + stem);
+    for (const auto& n : all)
       if (n != name && !fs::exists(cached(n))) names.push_back(n);
+  }
   const fs::path work = dir / ("run-" + std::to_string(::getpid()));
   std::string cmd = shell_quote(PT2DIFF_TEST_PYTHON) + " " + shell_quote(PT2DIFF_EAGER_REFERENCE) + " --out " +
                     shell_quote(work.string()) + " --threads " + std::to_string(threads) + " --capability " +
