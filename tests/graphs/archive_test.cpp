@@ -8,6 +8,7 @@
 
 #include "../test_support.h"
 #include "graphs/dag.h"
+#include "graphs/torch_compat.h"
 #include "pt2diff/error.h"
 #include "pt2diff/program.h"
 
@@ -95,6 +96,27 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, EveryFixture, ::testing::ValuesIn(fixture_nam
                          [](const auto& info) { return info.param; });
 
 // Archives written by torch 2.11, 2.12 and 2.14: tests/graphs/torch_versions_test.cpp.
+
+TEST(Archive, AFloatListsArgumentIsReadOrRefusedByName) {
+  // Argument.as_float_lists: in the export schema since torch 2.12 (fixtures/make_float_lists_fixture.py).
+#if PT2DIFF_SCHEMA_HAS_FLOAT_LISTS
+  Program p = load_program(fixture("variants/float_lists.pt2"));
+  const Node& row_scale = p.ir.graph.nodes().front();
+  EXPECT_EQ(row_scale.target, "torch.ops.pt2diff_fixtures.row_scale.default");
+  ASSERT_EQ(row_scale.inputs.at(1).arg.kind, Argument::Kind::FloatLists);
+  EXPECT_EQ(row_scale.inputs.at(1).arg.as<std::vector<std::vector<double>>>(),
+            (std::vector<std::vector<double>>{{1.0, 2.0}, {0.5, 4.0}}));
+#else
+  try {
+    load_program(fixture("variants/float_lists.pt2"));
+    FAIL() << "a torch without as_float_lists read an archive using it";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the graph uses 'as_float_lists', written by torch 2.12 and later, which the torch " +
+                                         std::string(PT2DIFF_LINKED_TORCH_VERSION) + " pt2diff was built against cannot represent"),
+              std::string::npos) << e.what();
+  }
+#endif
+}
 
 TEST(Archive, KeepsSourceInfoUsersKnow) {
   Program p = load_program(fixture("mlp.pt2"));
