@@ -20,6 +20,38 @@ if(NOT Torch_DIR)
   list(GET _torch_lines 1 PT2DIFF_TORCH_VERSION)
   list(APPEND CMAKE_PREFIX_PATH "${_torch_prefix}")
   message(STATUS "pt2diff: torch ${PT2DIFF_TORCH_VERSION} from ${PT2DIFF_PYTHON}")
+  # A CUDA wheel (+cu130...): its TorchConfig looks for a CUDA toolkit (FindCUDA) and libnvrtc.
+  #  - FindCUDA takes the toolkit root from the nvcc on PATH; a wrapper script (/usr/local/bin/nvcc
+  #    exec'ing /usr/local/cuda/bin/nvcc) makes that /usr/local, without cuda_runtime.h. Prefer
+  #    CUDA_HOME, then /usr/local/cuda, as nvcc itself does.
+  #  - a toolkit of the pip packages (nvcc, cudart) has no libnvrtc; the wheel's dependency
+  #    nvidia-cuda-nvrtc has it, as libnvrtc.so.<major> only.
+  execute_process(
+    COMMAND "${PT2DIFF_PYTHON}" -c "import torch, importlib.util as u; s = u.find_spec('nvidia'); print(torch.version.cuda or 'none'); print(list(s.submodule_search_locations)[0] if s else '')"
+    OUTPUT_VARIABLE _cuda_out ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+  string(REPLACE "\n" ";" _cuda_lines "${_cuda_out}")
+  set(_torch_cuda "")
+  if(_cuda_lines AND NOT _cuda_lines MATCHES "^none")
+    list(GET _cuda_lines 0 _torch_cuda)
+  endif()
+  if(_torch_cuda)
+    if(NOT CUDA_TOOLKIT_ROOT_DIR)
+      if(DEFINED ENV{CUDA_HOME} AND EXISTS "$ENV{CUDA_HOME}/include/cuda_runtime.h")
+        set(CUDA_TOOLKIT_ROOT_DIR "$ENV{CUDA_HOME}" CACHE PATH "CUDA toolkit for the CUDA torch wheel")
+      elseif(EXISTS "/usr/local/cuda/include/cuda_runtime.h")
+        set(CUDA_TOOLKIT_ROOT_DIR "/usr/local/cuda" CACHE PATH "CUDA toolkit for the CUDA torch wheel")
+      endif()
+    endif()
+    list(LENGTH _cuda_lines _n)
+    if(_n GREATER 1)
+      list(GET _cuda_lines 1 _nvidia_dir)
+      string(REGEX MATCH "^[0-9]+" _cuda_major "${_torch_cuda}")
+      find_library(CUDA_nvrtc_LIBRARY NAMES nvrtc libnvrtc.so.${_cuda_major}
+                   PATHS "${CUDA_TOOLKIT_ROOT_DIR}/lib64" "${CUDA_TOOLKIT_ROOT_DIR}/lib"
+                         "${_nvidia_dir}/cu${_cuda_major}/lib" "${_nvidia_dir}/cuda_nvrtc/lib" NO_DEFAULT_PATH)
+    endif()
+    message(STATUS "pt2diff: CUDA ${_torch_cuda} wheel; toolkit ${CUDA_TOOLKIT_ROOT_DIR}, nvrtc ${CUDA_nvrtc_LIBRARY}")
+  endif()
 endif()
 # TorchConfig warns about kineto on CPU wheels; that is harmless.
 find_package(Torch REQUIRED)

@@ -15,8 +15,8 @@ if(NOT PT2DIFF_TORCH_VERSION)
   set(PT2DIFF_TORCH_VERSION "${Torch_VERSION}")
 endif()
 
-# Argument.as_float_lists (an op argument that is a list of float lists): torch 2.13's export schema
-# has it, 2.11's does not.
+# Argument.as_float_lists (an op argument that is a list of float lists): added in torch 2.12's export
+# schema (8.20); 2.11's (8.17) does not have it.
 string(FIND "${_schema}" "AS_FLOAT_LISTS" _at)
 if(_at EQUAL -1)
   set(PT2DIFF_SCHEMA_HAS_FLOAT_LISTS 0)

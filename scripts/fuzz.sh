@@ -50,10 +50,10 @@ cmake --build "$FUZZ" --target "${targets[@]}"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 for target in "${targets[@]}"; do
   case "$target" in
-    archive_fuzzer) seeds=("$ROOT"/fixtures/*.pt2 "$ROOT"/fixtures/malformed/*.pt2 "$ROOT"/fixtures/torch-2.11/*.pt2); dict=archive.dict
+    archive_fuzzer) seeds=("$ROOT"/fixtures/*.pt2 "$ROOT"/fixtures/malformed/*.pt2 "$ROOT"/fixtures/torch-*/*.pt2); dict=archive.dict
                     runs=${RUNS:-20000}
                     extra=() ;;
-    inputs_fuzzer) seeds=("$ROOT"/fixtures/*_inputs.pt "$ROOT"/fixtures/malformed/inputs_*.pt "$ROOT"/fixtures/torch-2.11/*_inputs.pt); dict=inputs.dict
+    inputs_fuzzer) seeds=("$ROOT"/fixtures/*_inputs.pt "$ROOT"/fixtures/malformed/inputs_*.pt "$ROOT"/fixtures/torch-*/*_inputs.pt); dict=inputs.dict
                    runs=${RUNS:-3000}
                    extra=(-max_len=65536) ;;  # the 400 KB deep-list seed would make every mutation slow
   esac

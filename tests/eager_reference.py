@@ -9,7 +9,8 @@ writes, run by the venv's Python with the test process's thread count and CPU ca
 
 For every NAME it loads FIXTURES/NAME.pt2 (torch.export.load) and FIXTURES/BASE_inputs.pt
 (torch.load, weights_only=True; BASE is NAME without "_core"), seeds torch with 1234 (as
-make_fixtures.py did, for dropout) and writes the tuple of outputs of `ep.module()` to DIR/NAME.pt.
+make_fixtures.py did, for dropout) and writes the tuple of outputs of `ep.module()` to DIR/NAME.pt
+(a NAME in a folder, torch-2.12/toy, is written flat: DIR/torch-2.12+toy.pt).
 With --fp64 it writes the fp64 reference instead (fixtures/reference.py, what make_fixtures.py stores as
 NAME_fp64_expected.pt): for graphs whose fp64 result depends on the machine, as dropout's mask does.
 Exits 2 with one line when this Python's CPU capability is not CAP (the C++ test process and this
@@ -74,9 +75,10 @@ def main():
             return 2
         if not isinstance(out, tuple):
             out = (out,)
-        tmp = os.path.join(a.out, f".{name}.{os.getpid()}.tmp")
+        flat = name.replace("/", "+")
+        tmp = os.path.join(a.out, f".{flat}.{os.getpid()}.tmp")
         torch.save(tuple(t.detach() for t in out), tmp)
-        os.replace(tmp, os.path.join(a.out, name + ".pt"))  # atomic: a parallel test never reads half a file
+        os.replace(tmp, os.path.join(a.out, flat + ".pt"))  # atomic: a parallel test never reads half a file
     return 0
 
 

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -106,19 +107,32 @@ std::string reference_outputs(const std::string& name, bool fp64, const std::str
   const fs::path dir = fs::path(PT2DIFF_TEST_CACHE) / ("torch-" + std::string(PT2DIFF_TORCH_VERSION) + "-" + capability +
                                                         "-threads" + std::to_string(threads) + "-" + machine_key());
   fs::create_directories(dir);
+  // A fixture in a folder (torch-2.12/toy) is cached flat, as eager_reference.py writes it (torch-2.12+toy).
+  auto flat = [](std::string n) {
+    std::replace(n.begin(), n.end(), '/', '+');
+    return n;
+  };
   auto cached = [&](const std::string& n) {
     std::vector<std::string> files = {fixture(n + ".pt2"), fixture(base_name(n) + "_inputs.pt")};
     if (!library.empty()) files.push_back(library);
-    return dir / (n + (fp64 ? "-fp64-" : "-eager-") + std::to_string(hash_files(files)) + ".pt");
+    return dir / (flat(n) + (fp64 ? "-fp64-" : "-eager-") + std::to_string(hash_files(files)) + ".pt");
   };
   const fs::path want = cached(name);
   FileLock lock((dir / ".lock").string());
   if (fs::exists(want)) return want.string();
   // One Python start (torch's import is most of the cost) for every eager fixture still missing.
   std::vector<std::string> names = {name};
-  if (library.empty() && !fp64)
-    for (const auto& n : runnable_fixtures())
+  if (library.empty() && !fp64) {
+    std::vector<std::string> all = runnable_fixtures();
+    // The archives of other torch versions (fixtures/torch-*/toy[_core].pt2: torch_versions_test.cpp).
+    for (const auto& entry : fs::directory_iterator(PT2DIFF_FIXTURES))
+      if (entry.is_directory() && entry.path().filename().string().rfind("torch-", 0) == 0)
+        for (const char* stem : {"toy", "toy_core"})
+          if (fs::exists(entry.path() / (std::string(stem) + ".pt2")))
+            all.push_back(entry.path().filename().string() + "/" + stem);
+    for (const auto& n : all)
       if (n != name && !fs::exists(cached(n))) names.push_back(n);
+  }
   const fs::path work = dir / ("run-" + std::to_string(::getpid()));
   std::string cmd = shell_quote(PT2DIFF_TEST_PYTHON) + " " + shell_quote(PT2DIFF_EAGER_REFERENCE) + " --out " +
                     shell_quote(work.string()) + " --threads " + std::to_string(threads) + " --capability " +
@@ -134,7 +148,7 @@ std::string reference_outputs(const std::string& name, bool fp64, const std::str
     fs::remove_all(work);
     throw std::runtime_error("PyTorch on this machine could not run fixture " + name + ": " + message);
   }
-  for (const auto& n : names) fs::rename(work / (n + ".pt"), cached(n));
+  for (const auto& n : names) fs::rename(work / (flat(n) + ".pt"), cached(n));
   fs::remove_all(work);
   return want.string();
 #else

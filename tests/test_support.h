@@ -19,7 +19,8 @@ std::string base_name(const std::string& fixture_name);
 /// outputs stored on another CPU are not bit for bit what eager gives here. Cached under the build tree,
 /// keyed by torch version, CPU capability, thread count and the bytes of the fixture, its inputs and
 /// `library` (a TORCH_LIBRARY the graph needs, loaded first); the first call computes every runnable
-/// fixture at once. Throws std::runtime_error with Python's one-line message when it cannot.
+/// fixture and every fixtures/torch-*/toy[_core] at once. Throws std::runtime_error with Python's
+/// one-line message when it cannot.
 std::string eager_outputs(const std::string& name, const std::string& library = "");
 /// The same for the fp64 reference (fixtures/reference.py), for graphs whose fp64 result depends on the
 /// machine: dropout's mask (ATen's bernoulli draws through MKL on Intel CPUs, through mt19937 elsewhere).

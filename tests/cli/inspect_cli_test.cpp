@@ -82,12 +82,7 @@ TEST(InspectCli, PrintsTheGraphOnRequest) {
   EXPECT_NE(r.out.find("aten.split_with_sizes.default(%x, [2, 3, 3], 1)"), std::string::npos) << r.out;
 }
 
-TEST(InspectCli, ReadsTorch211ArchivesWithTheirInputs) {
-  auto r = run_cli("inspect " + fixture("torch-2.11/toy_core.pt2") + " " + fixture("torch-2.11/toy_inputs.pt"));
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("written by torch 2.11.0+cu130"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("inputs bind: yes"), std::string::npos) << r.out;
-}
+// Archives of other torch versions with their inputs: tests/graphs/torch_versions_test.cpp.
 
 }  // namespace
 }  // namespace pt2diff

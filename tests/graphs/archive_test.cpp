@@ -8,6 +8,7 @@
 
 #include "../test_support.h"
 #include "graphs/dag.h"
+#include "graphs/torch_compat.h"
 #include "pt2diff/error.h"
 #include "pt2diff/program.h"
 
@@ -94,21 +95,27 @@ std::vector<std::string> fixture_names() {
 INSTANTIATE_TEST_SUITE_P(Fixtures, EveryFixture, ::testing::ValuesIn(fixture_names()),
                          [](const auto& info) { return info.param; });
 
-TEST(Archive, ReadsArchivesWrittenByTorch211) {
-  // Written by torch 2.11 (CUDA build): schema 8.17, top folder 'm', not the file stem.
-  for (const char* name : {"torch-2.11/toy.pt2", "torch-2.11/toy_core.pt2"}) {
-    Program p = load_program(fixture(name));
-    EXPECT_EQ(p.ir.torch_version.substr(0, 4), "2.11");
-    EXPECT_EQ(p.ir.schema_minor, 17);
-    EXPECT_EQ(p.state.size(), 4u);
-    EXPECT_GT(p.ir.graph.nodes().size(), 8u);
+// Archives written by torch 2.11, 2.12 and 2.14: tests/graphs/torch_versions_test.cpp.
+
+TEST(Archive, AFloatListsArgumentIsReadOrRefusedByName) {
+  // Argument.as_float_lists: in the export schema since torch 2.12 (fixtures/make_float_lists_fixture.py).
+#if PT2DIFF_SCHEMA_HAS_FLOAT_LISTS
+  Program p = load_program(fixture("variants/float_lists.pt2"));
+  const Node& row_scale = p.ir.graph.nodes().front();
+  EXPECT_EQ(row_scale.target, "torch.ops.pt2diff_fixtures.row_scale.default");
+  ASSERT_EQ(row_scale.inputs.at(1).arg.kind, Argument::Kind::FloatLists);
+  EXPECT_EQ(row_scale.inputs.at(1).arg.as<std::vector<std::vector<double>>>(),
+            (std::vector<std::vector<double>>{{1.0, 2.0}, {0.5, 4.0}}));
+#else
+  try {
+    load_program(fixture("variants/float_lists.pt2"));
+    FAIL() << "a torch without as_float_lists read an archive using it";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the graph uses 'as_float_lists', written by torch 2.12 and later, which the torch " +
+                                         std::string(PT2DIFF_LINKED_TORCH_VERSION) + " pt2diff was built against cannot represent"),
+              std::string::npos) << e.what();
   }
-  Program p = load_program(fixture("torch-2.11/toy.pt2"));
-  // aten.mul.Tensor with a Python float in its Tensor slot.
-  bool found = false;
-  for (const Node& n : p.ir.graph.nodes())
-    if (n.target == "torch.ops.aten.mul.Tensor" && n.inputs.at(1).arg.kind == Argument::Kind::Float) found = true;
-  EXPECT_TRUE(found);
+#endif
 }
 
 TEST(Archive, KeepsSourceInfoUsersKnow) {
