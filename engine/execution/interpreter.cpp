@@ -294,9 +294,6 @@ std::vector<c10::IValue> graph_input_values(const Program& program, const BoundI
   return input_frame(program, weight, inputs, Precision::Native, c10::Device(c10::kCPU)).values;
 }
 
-std::vector<c10::IValue> Interpreter::graph_inputs(const BoundInputs& inputs) const {
-  return input_frame(impl_->program, impl_->lookup(), inputs, Precision::Native, impl_->native_device).values;
-}
 
 ExecContext Interpreter::Impl::context(Precision precision, RunResult& result, std::set<std::string>& fixups) const {
   ExecContext ctx;

@@ -55,14 +55,4 @@ MathSettingsScope::~MathSettingsScope() {
   }
 }
 
-std::string describe_math_settings() {
-  try {
-    const at::Context& ctx = at::globalContext();
-    return fmt::format("matmul precision {}, cuBLAS TF32 {}, cuDNN TF32 {}", precision_name(ctx.float32MatmulPrecision()),
-                       ctx.allowTF32CuBLAS() ? "on" : "off", ctx.allowTF32CuDNN() ? "on" : "off");
-  } catch (const c10::Error& e) {
-    return fmt::format("torch's fp32 settings are inconsistent ({})", first_line(e.what()));
-  }
-}
-
 }  // namespace pt2diff

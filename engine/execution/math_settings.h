@@ -27,7 +27,4 @@ class MathSettingsScope {
   bool cudnn_tf32_ = true;
 };
 
-/// "matmul precision highest, cuBLAS TF32 off, cuDNN TF32 on": what this process computes with now.
-std::string describe_math_settings();
-
 }  // namespace pt2diff

@@ -135,9 +135,6 @@ class Interpreter {
   /// the fp64 run on another device, random nodes draw other streams and are reported not comparable.
   void set_devices(const Device& native, const Device& reference);
 
-  /// The graph inputs' values on the native device (graph_input_values(), moved there).
-  std::vector<c10::IValue> graph_inputs(const BoundInputs& inputs) const;
-
   /// Some op writes into its inputs in place (a custom op in a training-IR graph): values kept from a
   /// run may change later in that run, so keepers copy them.
   bool mutates_inputs() const;
