@@ -85,6 +85,7 @@ struct RuleOptions {
 /// --no-exploded, --no-localize, --bisect, --max-compiles, --repeats, --top: what runs besides the verdicts.
 struct SearchOptions {
   bool exploded = true;
+  bool kernel_map = true;
   LocalizeOptions localize;
   std::string bisect = "binary";
   size_t top = 10;

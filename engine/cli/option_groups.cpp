@@ -123,6 +123,8 @@ void CompilerOptions::apply_to(DiffOptions& options, const Program& program, con
 
 void SearchOptions::add_to(CLI::App& app) {
   app.add_flag("!--no-exploded", exploded, "skip the exploded compile (every op on its own: the compiled local error column)");
+  app.add_flag("!--no-kernel-map", kernel_map,
+               "do not observe the compiled code's buffers (the kernel table: each kernel's buffers judged, from the verdict's own run)");
   app.add_flag("!--no-localize", localize.enabled, "do not bisect the graph when an output diverges");
   app.add_option("--bisect", bisect, "search of the localization: binary (about 2 log2 m + 4 compiles) or linear")
       ->check(CLI::IsMember({"binary", "linear"}))
@@ -140,6 +142,7 @@ DiffOptions diff_options(const Program& program, const GraphOptions& graph, cons
   compiler.apply_to(options, program, graph, inputs);
   options.rule = rule.get();
   options.exploded = search.exploded;
+  options.kernel_map = search.kernel_map;
   options.localize = search.localize;
   options.localize.search = search.bisect == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
   options.top = search.top;

@@ -37,6 +37,7 @@ Options are keyword arguments named after the CLI's flags (``--no-exploded`` is 
     low_precision_multiplier  --low-precision-multiplier   the same for fp16/bf16 and small outputs (3.0)
     small_tensor_multipliers  --small-tensor-multipliers   8 for numel <= 500, 10 for numel <= 10 (False)
     exploded                  --no-exploded       the exploded compile, every op alone (True)
+    kernel_map                --no-kernel-map     observe and judge the compiled code's buffers (True)
     localize                  --no-localize       bisect the graph when an output diverges (True; sweep: --localize,
                                                   False)
     bisect                    --bisect            "binary" or "linear" ("binary")
@@ -80,7 +81,7 @@ _COMPILER_OPTIONS = {"compiled": "inductor", "device": None, "reference_device":
                      "worker_python": None, "inductor_cache": None}
 _RULE_OPTIONS = {"rule": "same", "tol": 1e-3, "fp32_multiplier": 2.0, "low_precision_multiplier": 3.0,
                  "small_tensor_multipliers": False}
-_SEARCH_OPTIONS = {"exploded": True, "localize": True, "bisect": "binary", "max_compiles": 64, "repeats": 2, "top": 10,
+_SEARCH_OPTIONS = {"exploded": True, "kernel_map": True, "localize": True, "bisect": "binary", "max_compiles": 64, "repeats": 2, "top": 10,
                    "repro": None}
 _DIFF_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, **_SEARCH_OPTIONS, "progress": True}
 _EXPLAIN_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, "progress": True}
