@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "performance.md")
 RESULTS = os.path.join(ROOT, "bench", "results")
 DEFAULT_SECTIONS = ["loader", "dag", "interpreter", "memory", "compile", "diff", "localize", "sweep"]
-ALL_SECTIONS = DEFAULT_SECTIONS + ["build", "python"]
+ALL_SECTIONS = DEFAULT_SECTIONS + ["build", "python", "kernel_map"]
 
 
 # --- running -------------------------------------------------------------------------------------------
@@ -212,6 +212,32 @@ def sec_python(r, a):
     return {"build": {"wall_s": wall, "object_s": steps.get("CMakeFiles/pt2diff_python.dir/engine/python/module.cpp.o"),
                       "link_s": steps.get(os.path.relpath(module, a.build))},
             "sizes": sizes, "bench": json.loads(out)}
+
+
+KERNEL_MAP_CASES = ["mlp", "attention_core", "conv_bn_relu_core", "ln_softmax_gelu_core", "bf16_block_core"]
+
+
+def sec_kernel_map(r, a):
+    """The kernel map's cost (docs/kernel-map.md): the whole-graph compile and its run with and without it,
+    Inductor's caches off, exploded compile and localization off; each the median of 3 runs."""
+    fixtures, rows = os.path.join(ROOT, "fixtures"), {}
+    for name in KERNEL_MAP_CASES:
+        base = name[:-5] if name.endswith("_core") else name
+        for label, extra in (("off", ["--no-kernel-map"]), ("on", [])):
+            samples = []
+            for _ in range(3):
+                out = os.path.join(tempfile.mkdtemp(prefix="pt2diff-km-"), "r.json")
+                r.run([os.path.join(a.build, "pt2diff"), os.path.join(fixtures, name + ".pt2"), os.path.join(fixtures, base + "_inputs.pt"),
+                       "--no-exploded", "--no-localize", "--json", out, *extra], env={"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"})
+                rep = json.load(open(out))
+                shutil.rmtree(os.path.dirname(out), ignore_errors=True)
+                graph = next(c for c in rep["compiles"] if c["what"] == "graph")
+                k = rep["kernels"]
+                samples.append({"compile_s": graph["compile_seconds"], "run_s": graph["run_seconds"], "wall_s": rep["seconds"],
+                                "calls": len(k["kernels"]), "observed": k["observed"], "judged": k["judged"], "bytes": k["observed_bytes"]})
+            med = lambda key: statistics.median(x[key] for x in samples)
+            rows[f"{name}/{label}"] = {**samples[-1], "compile_s": med("compile_s"), "run_s": med("run_s"), "wall_s": med("wall_s")}
+    return {"cases": rows}
 
 
 SECTION_FUNCS = {n: globals()["sec_" + n] for n in ALL_SECTIONS}
@@ -419,6 +445,17 @@ def ren_python(d):
                      f"{fmt_time(c['save_s'])} / {fmt_time(c['load_bytes_s'])} / {fmt_time(c['load_path_s'])} / {fmt_time(c['inputs_file_s'])}",
                      f"archive {c['archive_bytes'] / 1024:.0f} KiB"])
     return table(["what (median of 5 after one untimed run)", "time / size", "note"], rows)
+
+
+def ren_kernel_map(d):
+    rows = []
+    for name in KERNEL_MAP_CASES:
+        off, on = d["cases"][f"{name}/off"], d["cases"][f"{name}/on"]
+        rows.append([name, str(on["calls"]), f"{on['observed']} / {on['judged']}", f"{on['bytes'] / 1024:.1f} KiB",
+                     f"{fmt_time(off['compile_s'])} / {fmt_time(on['compile_s'])}", f"{fmt_time(off['run_s'])} / {fmt_time(on['run_s'])}",
+                     f"{fmt_time(off['wall_s'])} / {fmt_time(on['wall_s'])}"])
+    return table(["fixture", "kernel calls", "buffers observed / judged", "copied", "graph compile: off / on", "compiled run: off / on",
+                  "whole diff: off / on"], rows)
 
 
 RENDERERS = {n: globals()["ren_" + n] for n in ALL_SECTIONS}

@@ -23,6 +23,7 @@ constexpr Stage kDiffStages[] = {
     judge_outputs,        // compiled vs eager, fp64 as referee
     judge_kernels,        // the compiled code's own buffers, kernel by kernel
     compile_exploded,     // every op alone through the compiler: compiled local errors, suspects
+    trace_nonfinite,      // where the compiled code's first NaN/Inf comes from
     localize_divergence,  // bisect a divergence to its first op or window
     write_culprit_repro,  // the culprit as a standalone archive and command
     explain_culprit,      // hints: promotion, reduction order, compiler levers

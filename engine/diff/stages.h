@@ -25,6 +25,7 @@ void compile_graph(RunState& s);
 void judge_outputs(RunState& s);
 void judge_kernels(RunState& s);
 void compile_exploded(RunState& s);
+void trace_nonfinite(RunState& s);
 void localize_divergence(RunState& s);
 void write_culprit_repro(RunState& s);
 void explain_culprit(RunState& s);

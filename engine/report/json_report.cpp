@@ -144,6 +144,9 @@ json kernels_json(const KernelTable& t) {
           {"first_failing", index(t.first_failing)},
           {"first_failing_node", t.first_failing_node},
           {"first_nonfinite", index(t.first_nonfinite)},
+          {"nonfinite_origin", t.nonfinite_origin ? json{{"kind", t.nonfinite_origin->kind}, {"kernel", t.nonfinite_origin->kernel},
+                                                          {"node", t.nonfinite_origin->node}, {"detail", t.nonfinite_origin->detail}}
+                                                    : json(nullptr)},
           {"kernels", std::move(kernels)}};
 }
 

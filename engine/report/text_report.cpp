@@ -175,7 +175,9 @@ static void kernels_block(std::string& out, const DiffResult& r) {
   } else if (t.judged) {
     line(out, "  every judged buffer passes the rule");
   }
-  if (t.first_nonfinite >= 0)
+  if (t.nonfinite_origin)
+    line(out, fmt::format("  NaN/Inf origin ({}): {}", t.nonfinite_origin->kind, t.nonfinite_origin->detail));
+  else if (t.first_nonfinite >= 0)
     line(out, fmt::format("  first kernel writing NaN/Inf: {}", t.kernels[static_cast<size_t>(t.first_nonfinite)].name));
   const bool all = t.kernels.size() <= 12;
   size_t shown = 0;

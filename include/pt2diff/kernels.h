@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,18 @@ struct KernelCall {
   bool fails = false;              ///< a judged buffer fails the rule
 };
 
+/// Where the first NaN or Inf of the compiled code comes from.
+struct NonfiniteOrigin {
+  /// "input": a graph input already holds it; "model": eager computes it too (at `node`); "compiler": the
+  /// compiled `node` makes it from finite values (its exploded compile, fed finite fp64 values rounded to
+  /// their dtypes, makes it as well) while eager does not; "compiled_code": the kernel writes it but the
+  /// node alone, compiled, does not: it comes from how the kernel fuses or orders its nodes.
+  std::string kind;
+  std::string kernel;  ///< the first kernel call writing it
+  std::string node;    ///< the exported node of the first buffer holding it (or the input)
+  std::string detail;  ///< one line, the numbers
+};
+
 /// The kernel table of the whole-graph compile.
 struct KernelTable {
   bool asked = false;          ///< the run asked for it (DiffOptions::kernel_map and a compile that ran)
@@ -54,6 +67,8 @@ struct KernelTable {
   std::string first_failing_node;  ///< the exported node that buffer computes
   /// Index into `kernels` of the first kernel that wrote a NaN or Inf (call order), -1 when none did.
   int64_t first_nonfinite = -1;
+  /// Set when a compiled buffer holds a NaN or Inf (trace_nonfinite, after the exploded compile).
+  std::optional<NonfiniteOrigin> nonfinite_origin;
   size_t judged = 0, observed = 0;
   int64_t observed_bytes = 0;  ///< bytes of the buffers copied out of the compiled run
 };

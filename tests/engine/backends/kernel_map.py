@@ -10,6 +10,8 @@
   with its own compiles, names the same node.
 - The same bug in div (the softmax's input scaled), which Inductor fuses with layer norm, softmax and
   gelu into one kernel: the first failing kernel is that fused one.
+- NaN origin: a NaN/Inf made by the compiled relu (its lowering planted to return log(-relu(x))) is
+  "compiler" at relu in cpp_fused_relu_0; a NaN already in the input is "input".
 - Where there is no map, the report says why in one line: --no-kernel-map, a backend that does not
   observe (fault), a worker that does not offer it (python/examples/eager_worker.py).
 """
@@ -80,6 +82,24 @@ def main():
                        f"{name}: its failing buffer is relu's, and localization ({(r.get('localization') or {}).get('compiles')} "
                        f"compiles) names {culprit.get('nodes')}")
             print("\n".join(line for line in p.stdout.splitlines() if "kernel" in line))
+
+        # NaN origin: made by the compiled relu (its lowering returns log(-relu(x))), or already in an input.
+        p, r = run(pt2diff, fixtures, "mlp", tmp, "--compiled", bug, "--no-localize",
+                   env={"PT2DIFF_PLANT_OP": "relu", "PT2DIFF_PLANT_ERROR": "nan"})
+        origin = (r or {}).get("kernels", {}).get("nonfinite_origin") or {}
+        expect(origin.get("kind") == "compiler" and origin.get("node") == "relu" and origin.get("kernel") == "cpp_fused_relu_0",
+               f"a NaN made by the compiled relu: {origin or p.stderr.strip()[-300:]}")
+        import torch
+        (x,) = torch.load(os.path.join(fixtures, "mlp_inputs.pt"), weights_only=True)
+        x = x.clone()
+        x[0, 0] = float("nan")
+        torch.save((x,), os.path.join(tmp, "nan_inputs.pt"))
+        report = os.path.join(tmp, "nan.json")
+        p = subprocess.run([pt2diff, os.path.join(fixtures, "mlp.pt2"), os.path.join(tmp, "nan_inputs.pt"), "--json", report,
+                            "--no-exploded", "--no-localize"], capture_output=True, text=True)
+        origin = json.load(open(report))["kernels"].get("nonfinite_origin") or {} if os.path.exists(report) else {}
+        expect(origin.get("kind") == "input" and origin.get("node") == "x",
+               f"a NaN in the input: {origin or p.stderr.strip()[-300:]}")
 
         p, r = run(pt2diff, fixtures, "mlp", tmp, "--no-kernel-map", "--no-exploded", "--no-localize")
         expect(r is not None and not r["kernels"]["asked"] and "kernels" not in p.stdout.split("outputs")[1].split("per node")[0],

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Inductor worker with a compiler bug planted in a lowering, for kernel-map and localization tests:
 Inductor's lowering of one ATen op (PT2DIFF_PLANT_OP: "relu", "div.Tensor"; default relu) returns its result scaled by
-(1 + PT2DIFF_PLANT_ERROR), default 1e-2, inside the generated kernel. The graph Inductor lowers is the
+(1 + PT2DIFF_PLANT_ERROR), default 1e-2, inside the generated kernel; PT2DIFF_PLANT_ERROR=nan makes it
+log(-result) instead (NaN and -Inf where eager is finite). The graph Inductor lowers is the
 real one (no FX pass rewrites it), so the bug is in the compiled code only, as a wrong lowering would be.
 Everything else is the real worker; its own Inductor cache, FX graph cache off, so no kernel compiled
 without the bug is reused.
@@ -19,14 +20,16 @@ from torch._inductor import lowering  # noqa: E402
 
 NAME, _, OVERLOAD = os.environ.get("PT2DIFF_PLANT_OP", "relu").partition(".")
 OP = getattr(getattr(torch.ops.aten, NAME), OVERLOAD or "default")
-ERROR = float(os.environ.get("PT2DIFF_PLANT_ERROR", "1e-2"))
+ERROR = os.environ.get("PT2DIFF_PLANT_ERROR", "1e-2")  # a relative error, or "nan": log(-result), NaN/-Inf
 overload = OP if OP in lowering.lowerings else OP.overloadpacket
 right = lowering.lowerings[overload]
 
 
 def wrong(*args, **kwargs):
     result = right(*args, **kwargs)
-    return lowering.lowerings[torch.ops.aten.mul.Tensor](result, 1.0 + ERROR)
+    if ERROR == "nan":
+        return lowering.lowerings[torch.ops.aten.log.default](lowering.lowerings[torch.ops.aten.neg.default](result))
+    return lowering.lowerings[torch.ops.aten.mul.Tensor](result, 1.0 + float(ERROR))
 
 
 lowering.lowerings[overload] = wrong
