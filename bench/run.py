@@ -214,21 +214,28 @@ def sec_python(r, a):
             "sizes": sizes, "bench": json.loads(out)}
 
 
-KERNEL_MAP_CASES = ["mlp", "attention_core", "conv_bn_relu_core", "ln_softmax_gelu_core", "bf16_block_core"]
+KERNEL_MAP_CASES = ["mlp", "attention_core", "conv_bn_relu_core", "bf16_block_core"]
 
 
 def sec_kernel_map(r, a):
     """The kernel map's cost (docs/kernel-map.md): the whole-graph compile and its run with and without it,
     Inductor's caches off, exploded compile and localization off; each the median of 3 runs."""
     fixtures, rows = os.path.join(ROOT, "fixtures"), {}
+    for label, extra in (("off", ["--no-kernel-map"]), ("on", [])):  # the caption: one command per mode
+        r.commands.append({"argv": ["TORCHINDUCTOR_FORCE_DISABLE_CACHES=1", "build/pt2diff", "fixtures/NAME.pt2", "fixtures/NAME_inputs.pt",
+                                    "--no-exploded", "--no-localize", "--json", "OUT.json", *extra],
+                           "note": f"3 times per fixture: the map {label}" + (" (the default)" if label == "on" else "")})
     for name in KERNEL_MAP_CASES:
         base = name[:-5] if name.endswith("_core") else name
         for label, extra in (("off", ["--no-kernel-map"]), ("on", [])):
             samples = []
             for _ in range(3):
                 out = os.path.join(tempfile.mkdtemp(prefix="pt2diff-km-"), "r.json")
-                r.run([os.path.join(a.build, "pt2diff"), os.path.join(fixtures, name + ".pt2"), os.path.join(fixtures, base + "_inputs.pt"),
-                       "--no-exploded", "--no-localize", "--json", out, *extra], env={"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"})
+                argv = [os.path.join(a.build, "pt2diff"), os.path.join(fixtures, name + ".pt2"), os.path.join(fixtures, base + "_inputs.pt"),
+                        "--no-exploded", "--no-localize", "--json", out, *extra]
+                p = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"})
+                if p.returncode != 0:
+                    sys.exit(f"bench/run.py: {shlex.join(argv)} exited {p.returncode}:\n{p.stderr[-3000:]}")
                 rep = json.load(open(out))
                 shutil.rmtree(os.path.dirname(out), ignore_errors=True)
                 graph = next(c for c in rep["compiles"] if c["what"] == "graph")
