@@ -119,6 +119,7 @@ SweepResult sweep(const Program& program, const BoundInputs& inputs, const Sweep
       for (size_t i = 0; i < s.run.outputs.size(); ++i) {
         p.outputs.push_back(judge_output(s.run.outputs[i], s.run.values->outputs[i], rule));
         if (!p.outputs.back().pass) ++p.failing_outputs;
+        if (p.outputs.back().level == Level::Suspicious) ++p.suspicious_outputs;
       }
       for (const NodeError& n : s.run.nodes) {
         bool local_fails = false, propagated_fails = false;
