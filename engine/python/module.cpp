@@ -292,7 +292,7 @@ py::object make_error_class(py::module_& m, const char* name, py::handle base, c
 
 PYBIND11_MODULE(_pt2diff, m) {
   // pt2diff/verdict.h's default, so Python's default is the engine's, changed in one place.
-  m.attr("DEFAULT_SUSPICIOUS_RATIO") = kDefaultSuspiciousRatio;
+  m.attr("DEFAULT_SUSPICIOUS_RATIO") = pt2diff::kDefaultSuspiciousRatio;
   using namespace pt2diff;
   using namespace pt2diff::python;
   m.doc() = "pt2diff's engine (the native half of the pt2diff package: use `import pt2diff`)";
