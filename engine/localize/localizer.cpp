@@ -141,8 +141,10 @@ Localization localize_phases(SearchState& state, const std::vector<size_t>& susp
   c.conclusion = Culprit::Conclusion::Named;
   // A suspicious value (localized with --localize-suspicious) passes the rule: say what it is instead.
   const std::string fails = c.verdict.level == Level::Suspicious
-                                ? fmt::format("is suspicious: it passes the rule ({}) but is {:.3g}x farther from fp64 than eager",
-                                              c.verdict.detail, c.verdict.error_ratio)
+                                ? fmt::format("is suspicious: it passes the rule ({}) but is {}x farther from fp64 than eager",
+                                              c.verdict.detail,
+                                              c.verdict.error_ratio >= 100 ? fmt::format("{:.0f}", c.verdict.error_ratio)
+                                                                           : fmt::format("{:.3g}", c.verdict.error_ratio))
                                 : fmt::format("fails the rule ({})", c.verdict.detail);
   if (j + 1 == end) {
     c.kind = Culprit::Kind::SingleOp;
