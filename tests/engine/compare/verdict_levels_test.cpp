@@ -12,6 +12,7 @@
 
 #include "../../test_support.h"
 #include "pt2diff/compare.h"
+#include "pt2diff/html.h"
 #include "pt2diff/sweep.h"
 #include "pt2diff/testing.h"
 
@@ -123,6 +124,11 @@ TEST(VerdictLevels, TinyLogitsAreVacuousUnderSameAndFailUnderRelative) {
   EXPECT_NE(to_summary(same).find("--rule relative"), std::string::npos);
   const nlohmann::json j = nlohmann::json::parse(to_json(same));
   EXPECT_EQ(j["outputs"][0]["blind_spot"], "atol_dominates");
+  EXPECT_EQ(j["outputs"][0]["level"], "suspicious");  // 5% is also far beyond eager's error
+  EXPECT_EQ(j["level"], "suspicious");
+  const std::string html = to_html(same);
+  EXPECT_NE(html.find("<span class=\"badge suspicious\">SUSPICIOUS</span>"), std::string::npos);
+  EXPECT_NE(html.find("<strong>vacuous</strong> (<code>atol_dominates</code>)"), std::string::npos);
 
   DiffOptions relative = with(planted);
   relative.rule = parse_rule("relative");
