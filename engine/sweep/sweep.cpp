@@ -151,7 +151,7 @@ SweepResult sweep(const Program& program, const BoundInputs& inputs, const Sweep
   if (options.localize && backend->compiles_regions()) {
     start = std::chrono::steady_clock::now();
     for (SweepPoint& p : s.points) {
-      if (!p.failing_outputs) continue;
+      if (!p.failing_outputs && !(options.diff.localize_suspicious && p.suspicious_outputs)) continue;
       DiffOptions at_point = options.diff;
       at_point.rule = rule_at(options.diff.rule, p.tol, p.multiplier);
       at_point.localize.enabled = true;

@@ -28,7 +28,8 @@ struct SweepOptions {
   /// The multiplier axis: each value replaces both the fp32 and the low-precision multiplier of the
   /// same() rule. Empty: the rule's own multipliers only.
   std::vector<double> multipliers;
-  /// Localize at every point where an output fails (probes' compiles are shared between points).
+  /// Localize at every point where an output fails (probes' compiles are shared between points), and
+  /// with `diff.localize_suspicious` where one is suspicious.
   bool localize = false;
 };
 

@@ -231,6 +231,12 @@ TEST(VerdictLevels, SweepPointsHaveLevels) {
   EXPECT_EQ(s.points[1].suspicious_outputs, 1u);
   EXPECT_NE(sweep_to_text(s).find("SUSP"), std::string::npos);
   EXPECT_NE(sweep_to_csv(s).find(",suspicious\n"), std::string::npos);
+  EXPECT_FALSE(s.points[1].localization);  // --localize alone localizes failing points only
+  o.localize = true;
+  o.diff.localize_suspicious = true;
+  const SweepResult l = sweep(p, bind_inputs(p, load_inputs(fixture("mlp_inputs.pt"))), o);
+  ASSERT_TRUE(l.points[1].localization);
+  EXPECT_EQ(l.points[1].localization->culprit.nodes, std::vector<std::string>{"addmm_1"});
 }
 
 }  // namespace
