@@ -389,9 +389,11 @@ def ren_gpu(d):
         return f"{b / 2**20:.0f} MiB" if b and b > 0 else "-"
 
     rows = [[f"{r['model']} {r['dtype']}", str(r["nodes"]), wall(r, "e2e_cuda"), wall(r, "e2e_cpu"), culprit(r, "culprit_cuda"),
+             culprit(r, "culprit_cpu"),
              wall(r, "fp64_pass_gpu"), wall(r, "fp64_pass_cpu_reference"), wall(r, "fp64_pass_all_cpu"),
              f"{peak(r, 'e2e_cuda')} / {peak(r, 'fp64_pass_gpu')} / {r['pytorch_eager_peak_bytes'] / 2**20:.0f} MiB"] for r in d]
-    return table(["graph", "nodes", "end to end, CUDA", "end to end, CPU", "time to culprit, CUDA", "fp64 pass: all on GPU",
+    return table(["graph", "nodes", "end to end, CUDA", "end to end, CPU", "time to culprit, CUDA",
+                  "time to culprit, CPU", "fp64 pass: all on GPU",
                   "eager GPU, fp64 CPU", "all on CPU", "peak GPU: pt2diff end to end / fp64 pass / PyTorch eager"], rows)
 
 

@@ -6,6 +6,7 @@
 #include "pt2diff/diff.h"
 #include "pt2diff/error.h"
 #include "pt2diff/failure.h"
+#include "pt2diff/kernels.h"
 #include "pt2diff/localize.h"
 #include "pt2diff/options.h"
 #include "pt2diff/results.h"

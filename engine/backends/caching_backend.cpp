@@ -19,6 +19,7 @@ class SharedRegion final : public CompiledRegion {
     last_run_seconds_ = region_->last_run_seconds();
     return out;
   }
+  KernelMap kernel_map() const override { return region_->kernel_map(); }
 
  private:
   std::shared_ptr<CompiledRegion> region_;
@@ -29,9 +30,10 @@ class CachingBackend final : public Backend {
   explicit CachingBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
   std::string name() const override { return inner_->name(); }
   bool compiles_regions() const override { return inner_->compiles_regions(); }
+  bool observes() const override { return inner_->observes(); }
   std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override {
-    const std::string key = fmt::format("{}|{}|{}|{}", fmt::join(region.nodes, ","), fmt::join(region.inputs, ","),
-                                        fmt::join(region.outputs, ","), region.exploded);
+    const std::string key = fmt::format("{}|{}|{}|{}|{}", fmt::join(region.nodes, ","), fmt::join(region.inputs, ","),
+                                        fmt::join(region.outputs, ","), region.exploded, region.observe);
     auto it = cache_.find(key);
     if (it == cache_.end()) {
       it = cache_.emplace(key, std::shared_ptr<CompiledRegion>(inner_->compile(region, example_inputs))).first;

@@ -112,19 +112,62 @@ std::string output_mismatch(const Value& expected, const c10::IValue& got, const
   return "";
 }
 
+/// The kernel map a `run` with `observed_file` gave: the reply's `observed` payloads, aligned with the
+/// tensors of the file. A map that cannot be read is unavailable, said why: the verdict stands without it.
+KernelMap read_kernel_map(const json& reply, const std::string& file, const std::string& label) {
+  KernelMap map;
+  std::error_code ec;
+  try {
+    const json& infos = reply.at("observed");
+    const std::string bytes = read_file(file);
+    fs::remove(file, ec);
+    std::vector<c10::IValue> tensors = values_from_torch_save(bytes, file);
+    if (tensors.size() != infos.size())
+      return {fmt::format("the {} observed {} buffers but described {}", label, tensors.size(), infos.size()), {}};
+    for (size_t i = 0; i < infos.size(); ++i) {
+      const json& info = infos[i];
+      if (!tensors[i].isTensor()) continue;
+      ObservedBuffer b;
+      b.kernel = info.value("kernel", "");
+      b.call = info.value("call", b.kernel);
+      if (info.contains("kernel_nodes") && info["kernel_nodes"].is_array())
+        for (const json& n : info["kernel_nodes"])
+          if (n.is_string()) b.kernel_nodes.push_back(n.get<std::string>());
+      b.buffer = info.value("buffer", "");
+      b.node = info.contains("node") && info["node"].is_string() ? info["node"].get<std::string>() : "";
+      b.part_of = info.contains("part_of") && info["part_of"].is_string() ? info["part_of"].get<std::string>() : "";
+      b.index = info.contains("index") && info["index"].is_number_integer() ? info["index"].get<int64_t>() : -1;
+      b.value = tensors[i].toTensor();
+      map.buffers.push_back(std::move(b));
+    }
+  } catch (const std::exception& e) {
+    fs::remove(file, ec);
+    return {fmt::format("the {}'s kernel map is unreadable: {}", label, first_line(e.what())), {}};
+  }
+  return map;
+}
+
 }  // namespace
 
 class WorkerRegion final : public CompiledRegion {
  public:
-  WorkerRegion(WorkerBackend& backend, std::string id, RegionSpec region) : backend_(backend), id_(std::move(id)), region_(std::move(region)) {}
-  std::vector<c10::IValue> run(const std::vector<c10::IValue>& inputs) override {
-    return backend_.run(id_, region_, inputs, last_run_seconds_);
+  /// `map_status`: for a region compiled with RegionSpec::observe, "" when the worker observes its code,
+  /// else why not (kept as the kernel map's `unavailable`).
+  WorkerRegion(WorkerBackend& backend, std::string id, RegionSpec region, std::string map_status)
+      : backend_(backend), id_(std::move(id)), region_(std::move(region)) {
+    map_.unavailable = std::move(map_status);
   }
+  std::vector<c10::IValue> run(const std::vector<c10::IValue>& inputs) override {
+    const bool observe = region_.observe && map_.unavailable.empty();
+    return backend_.run(id_, region_, inputs, last_run_seconds_, observe ? &map_ : nullptr);
+  }
+  KernelMap kernel_map() const override { return map_; }
 
  private:
   WorkerBackend& backend_;
   std::string id_;
   RegionSpec region_;
+  KernelMap map_;
 };
 
 struct WorkerBackend::Impl {
@@ -319,12 +362,21 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile(const RegionSpec& region,
   json req = {{"op", "compile"}, {"region", id},        {"nodes", nodes},   {"inputs", inputs},
               {"outputs", outputs}, {"exploded", region.exploded}, {"config", config}, {"settings", settings},
               {"example_inputs", impl_->write_values(region, example_inputs, id + "-example")}};
+  if (region.observe) req["observe"] = true;
   impl_->compiles[id] = req;
   const std::string activity = "compiling " + region.describe(g);
   json reply = impl_->request(req, activity, BackendFailure::Kind::CompileFailed);
   impl_->compiled_here.insert(id);
   last_compile_seconds_ = reply.value("seconds", 0.0);
-  return std::make_unique<WorkerRegion>(*this, id, region);
+  std::string map_status;  // the kernel map: "available", why not, or absent (a worker that does not offer it)
+  if (region.observe) {
+    map_status = reply.contains("kernel_map") && reply["kernel_map"].is_string() ? reply["kernel_map"].get<std::string>() : "";
+    map_status = map_status == "available" ? ""
+                 : map_status.empty()      ? fmt::format("the {} does not offer it (no kernel_map in its compile reply: "
+                                                         "docs/worker-protocol.md)", impl_->label)
+                                           : fmt::format("the {} cannot give it: {}", impl_->label, map_status);
+  }
+  return std::make_unique<WorkerRegion>(*this, id, region, map_status);
 }
 
 double WorkerBackend::startup_seconds() const { return impl_->startup_seconds; }
@@ -344,11 +396,13 @@ std::vector<std::string> WorkerBackend::export_region(const RegionSpec& region, 
 }
 
 std::vector<c10::IValue> WorkerBackend::run(const std::string& region_id, const RegionSpec& region, const std::vector<c10::IValue>& inputs,
-                                            double& seconds) {
+                                            double& seconds, KernelMap* observed) {
   const Graph& g = impl_->program.ir.graph;
   const std::string in = impl_->write_values(region, inputs, region_id + "-in");
   const std::string out = (impl_->dir / fmt::format("{}-out-{}.pt", region_id, ++impl_->files)).string();
+  const std::string observed_file = (impl_->dir / fmt::format("{}-observed-{}.pt", region_id, impl_->files)).string();
   json req = {{"op", "run"}, {"region", region_id}, {"inputs", in}, {"outputs_file", out}};
+  if (observed) req["observed_file"] = observed_file;
   if (impl_->options.seed) req["seed"] = *impl_->options.seed;
   const std::string activity = "running " + region.describe(g);
   json reply = impl_->request(req, activity, BackendFailure::Kind::RunFailed, region_id);
@@ -383,6 +437,7 @@ std::vector<c10::IValue> WorkerBackend::run(const std::string& region_id, const 
     if (std::string why = output_mismatch(g.value(region.outputs[i]), values[i], bound); !why.empty())
       throw BackendFailure(BackendFailure::Kind::RunFailed,
                            fmt::format("the {} returned a wrong value after {}: {}", impl_->label, activity, why));
+  if (observed) *observed = read_kernel_map(reply, observed_file, impl_->label);
   return values;
 }
 

@@ -17,6 +17,7 @@ class WorkerBackend final : public Backend {
                 const BackendOptions& options);
   ~WorkerBackend() override;
   std::string name() const override { return name_; }
+  bool observes() const override { return true; }  ///< asks the worker; its compile reply says whether it can
   double startup_seconds() const override;
   std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override;
 
@@ -26,9 +27,10 @@ class WorkerBackend final : public Backend {
   std::vector<std::string> export_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs, const std::string& archive,
                                          const std::string& inputs_file);
 
-  /// Runs a region compiled by this backend (CompiledRegion::run() calls it).
+  /// Runs a region compiled by this backend (CompiledRegion::run() calls it); with `observed`, the
+  /// kernel map of the run too (the worker's `observed_file`: docs/worker-protocol.md).
   std::vector<c10::IValue> run(const std::string& region_id, const RegionSpec& region, const std::vector<c10::IValue>& inputs,
-                               double& seconds);
+                               double& seconds, KernelMap* observed = nullptr);
 
  private:
   struct Impl;

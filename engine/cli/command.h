@@ -90,6 +90,7 @@ struct RuleOptions {
 struct SearchOptions {
   bool exploded = true;
   bool localize_suspicious = false;  ///< --localize-suspicious (DiffOptions::localize_suspicious)
+  bool kernel_map = true;
   LocalizeOptions localize;
   std::string bisect = "binary";
   size_t top = 10;

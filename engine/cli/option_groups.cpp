@@ -135,6 +135,8 @@ void CompilerOptions::apply_to(DiffOptions& options, const Program& program, con
 
 void SearchOptions::add_to(CLI::App& app) {
   app.add_flag("!--no-exploded", exploded, "skip the exploded compile (every op on its own: the compiled local error column)");
+  app.add_flag("!--no-kernel-map", kernel_map,
+               "do not observe the compiled code's buffers (the kernel table: each kernel's buffers judged, from the verdict's own run)");
   app.add_flag("!--no-localize", localize.enabled, "do not bisect the graph when an output diverges");
   app.add_flag("--localize-suspicious", localize_suspicious, "bisect the graph when an output is suspicious, as when one fails");
   app.add_option("--bisect", bisect, "search of the localization: binary (about 2 log2 m + 4 compiles) or linear")
@@ -155,6 +157,7 @@ DiffOptions diff_options(const Program& program, const GraphOptions& graph, cons
   options.fail_on_suspicious = rule.fail_on_suspicious;
   options.localize_suspicious = search.localize_suspicious;
   options.exploded = search.exploded;
+  options.kernel_map = search.kernel_map;
   options.localize = search.localize;
   options.localize.search = search.bisect == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
   options.top = search.top;

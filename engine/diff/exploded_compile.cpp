@@ -15,7 +15,18 @@ void compile_exploded(RunState& s) {
   if (!s.exploded || worker_lost || g.nodes().empty()) return;
   std::vector<NodeId> all;
   for (const Node& n : g.nodes()) all.push_back(n.id);
-  const RegionSpec ops = RegionSpec::exploded_ops(g, all);
+  RegionSpec ops = RegionSpec::exploded_ops(g, all);
+  // Asked of the compiler: the values the graph reads or returns, and that eager computed. The parts of a
+  // multi-output op nothing reads (layer norm's mean and rstd, attention's logsumexp) cannot change an
+  // output, and compilers disagree on them: cuDNN attention's logsumexp without compute_log_sumexp is
+  // undefined in eager and a Tensor to its fake kernel (torch.compile stops the whole exploded graph with
+  // "expected Tensor()"); a GPU export's layer-norm mean is float32 as recorded, bfloat16 compiled for the CPU.
+  std::erase_if(ops.outputs, [&](ValueId v) {
+    const c10::IValue& eager = s.reference.eager[static_cast<size_t>(v)];
+    const Value& value = g.value(v);
+    return (value.users.empty() && !value.is_graph_output) || eager.isNone() ||
+           (eager.isTensor() && !eager.toTensor().defined());
+  });
   std::vector<c10::IValue> ops_inputs;
   for (ValueId v : ops.inputs) ops_inputs.push_back(s.reference.rounded[static_cast<size_t>(v)]);
   auto local = compile_and_run(s.backend, ops, ops_inputs, "exploded", r);

@@ -41,6 +41,7 @@ std::vector<std::string> to_flags(const DiffOptions& o, const std::string& defau
   if (o.localize_suspicious) f.push_back("--localize-suspicious");
   // What runs besides the verdicts.
   if (!o.exploded) f.push_back("--no-exploded");
+  if (!o.kernel_map) f.push_back("--no-kernel-map");
   if (!o.localize.enabled) f.push_back("--no-localize");
   if (o.localize.search == LocalizeOptions::Search::Linear) add("--bisect", "linear");
   if (o.localize.max_compiles != defaults.localize.max_compiles) add("--max-compiles", fmt::format("{}", o.localize.max_compiles));

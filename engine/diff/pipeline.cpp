@@ -21,6 +21,7 @@ constexpr Stage kDiffStages[] = {
     run_references,       // eager, fp64 and local runs in lockstep; error of every value
     compile_graph,        // the whole graph through the compiler
     judge_outputs,        // compiled vs eager, fp64 as referee
+    judge_kernels,        // the compiled code's own buffers, kernel by kernel
     compile_exploded,     // every op alone through the compiler: compiled local errors, suspects
     localize_divergence,  // bisect a divergence to its first op or window
     write_culprit_repro,  // the culprit as a standalone archive and command

@@ -120,7 +120,7 @@ void plan_run(RunState& s) {
                          "is functional: auto_functionalized) to localize");
   s.exploded = s.options.exploded && s.backend.compiles_regions() && !s.in_place;
   s.bisect = s.options.localize.enabled && !s.in_place;
-  s.keep = s.exploded || (s.bisect && s.backend.compiles_regions());
+  s.keep = s.exploded || (s.bisect && s.backend.compiles_regions()) || (s.options.kernel_map && s.backend.observes());
   place_runs(s);
   if (s.program.export_device.type != "cpu" && r.devices.native == "cpu")
     r.warnings.push_back(cpu_run_warning(s.program, s.interpreter.device_rewrites()));

@@ -45,6 +45,7 @@ struct RunState {
   // compile_graph: the whole graph through the compiler; nullopt when it failed.
   RegionSpec whole;
   std::optional<std::vector<c10::IValue>> compiled;
+  std::optional<KernelMap> observed;  ///< its kernel map, when it was asked for (DiffOptions::kernel_map)
 
   // localize_divergence: the culprit is a random op whose streams differ (hints still try the levers).
   bool random_first = false;
@@ -57,10 +58,11 @@ struct RunState {
 std::optional<at::ScalarType> working_dtype(const Graph& g, const Node& n);
 
 /// Compiles and runs one region, recording how it went in `result.compiles`; nullopt when the backend
-/// failed (and `result.compiled_failed` is set).
+/// failed (and `result.compiled_failed` is set). With `kernel_map` and RegionSpec::observe, the run's
+/// kernel map too.
 std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const RegionSpec& region,
                                                         const std::vector<c10::IValue>& inputs, const std::string& what,
-                                                        DiffResult& result);
+                                                        DiffResult& result, std::optional<KernelMap>* kernel_map = nullptr);
 
 /// The hint experiments (engine/hints/) on a window, fed the kept fp64 values rounded to their dtypes.
 /// A compiler failure here costs the hints, never the report. Needs `state.keep`'s values.

@@ -23,6 +23,7 @@ void plan_run(RunState& s);
 void run_references(RunState& s);
 void compile_graph(RunState& s);
 void judge_outputs(RunState& s);
+void judge_kernels(RunState& s);
 void compile_exploded(RunState& s);
 void localize_divergence(RunState& s);
 void write_culprit_repro(RunState& s);

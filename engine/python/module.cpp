@@ -206,6 +206,7 @@ DiffOptions diff_options(const Program& program, const std::vector<std::string>&
   d.localize_suspicious = get<bool>(o, "localize_suspicious");
 
   d.exploded = get<bool>(o, "exploded");
+  d.kernel_map = get<bool>(o, "kernel_map");
   d.localize.enabled = get<bool>(o, "localize");
   const std::string bisect = get<std::string>(o, "bisect");
   if (bisect != "binary" && bisect != "linear") usage(fmt::format("bisect='{}': expected 'binary' or 'linear'", bisect));

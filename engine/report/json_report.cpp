@@ -132,6 +132,41 @@ json localization_json(const DiffResult& r) {
   return localization;
 }
 
+/// The kernel table (kernels.h): every kernel call of the whole graph's compiled code and its buffers.
+json kernels_json(const KernelTable& t) {
+  json kernels = json::array();
+  for (const KernelCall& k : t.kernels) {
+    json buffers = json::array();
+    for (const KernelBuffer& b : k.buffers) {
+      json jb = {{"buffer", b.buffer}, {"node", b.node}, {"part_of", b.part_of}, {"dtype", b.dtype}, {"shape", b.shape},
+                 {"judged", b.judged}, {"nonfinite", b.nonfinite}};
+      if (b.judged) {
+        jb["value"] = b.value;
+        jb["reshaped"] = b.reshaped;
+        jb["pass"] = b.pass;
+        jb["reason"] = b.verdict.reason;
+        jb["detail"] = b.verdict.detail;
+        jb["metrics"] = metrics(b.metrics);
+      } else {
+        jb["why_not"] = b.why_not;
+      }
+      buffers.push_back(std::move(jb));
+    }
+    kernels.push_back({{"name", k.name}, {"nodes", k.nodes}, {"fails", k.fails}, {"buffers", std::move(buffers)}});
+  }
+  auto index = [](int64_t i) -> json { return i < 0 ? json(nullptr) : json(i); };
+  return {{"asked", t.asked},
+          {"available", t.available},
+          {"unavailable", t.unavailable},
+          {"observed", t.observed},
+          {"judged", t.judged},
+          {"observed_bytes", t.observed_bytes},
+          {"first_failing", index(t.first_failing)},
+          {"first_failing_node", t.first_failing_node},
+          {"first_nonfinite", index(t.first_nonfinite)},
+          {"kernels", std::move(kernels)}};
+}
+
 json tolerance_json(const ToleranceRule& rule) {
   return {{"rule", rule_name(rule)}, {"tol", rule.tol}, {"fp32_multiplier", rule.fp32_multiplier},
           {"low_precision_multiplier", rule.low_precision_multiplier}, {"small_tensor_multipliers", rule.small_tensor_multipliers},
@@ -159,6 +194,7 @@ std::string to_json(const DiffResult& r) {
             {"fail_on_suspicious", r.fail_on_suspicious},
             {"compiled_failed", r.compiled_failed},
             {"compiles", compiles_json(r)},
+            {"kernels", kernels_json(r.kernels)},
             {"localization", localization_json(r)},
             {"outputs", outputs_json(r)},
             {"ranking", ranking},

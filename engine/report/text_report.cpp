@@ -181,6 +181,48 @@ void notes_block(std::string& out, const DiffResult& r) {
 }
 }  // namespace
 
+/// The kernel table: the first failing kernel with its nodes' source lines, then the kernel calls (every
+/// one for a short table, else the failing ones), or why there is no table.
+static void kernels_block(std::string& out, const DiffResult& r) {
+  const KernelTable& t = r.kernels;
+  if (!t.asked) return;
+  if (!t.available) {
+    line(out, "kernels: no kernel map (" + t.unavailable + ")");
+    line(out, "");
+    return;
+  }
+  line(out, fmt::format("kernels of the compiled graph ({} calls; {} buffers observed, {} judged against eager and fp64, "
+                        "{:.1f} MiB copied):", t.kernels.size(), t.observed, t.judged, t.observed_bytes / 1048576.0));
+  auto source_of = [&](const std::string& node) -> std::string {
+    for (const NodeError& n : r.nodes)
+      if (n.name == node) return n.source.empty() ? n.target : n.target + " at " + n.source;
+    return "";
+  };
+  if (t.first_failing >= 0) {
+    const KernelCall& k = t.kernels[static_cast<size_t>(t.first_failing)];
+    line(out, fmt::format("  first failing kernel: {} (nodes {}): its buffer for {} ({}) fails", k.name, fmt::join(k.nodes, ", "),
+                          t.first_failing_node, source_of(t.first_failing_node)));
+  } else if (t.judged) {
+    line(out, "  every judged buffer passes the rule");
+  }
+  if (t.first_nonfinite >= 0)
+    line(out, fmt::format("  first kernel writing NaN/Inf: {}", t.kernels[static_cast<size_t>(t.first_nonfinite)].name));
+  const bool all = t.kernels.size() <= 12;
+  size_t shown = 0;
+  for (const KernelCall& k : t.kernels) {
+    if (!all && !k.fails) continue;
+    ++shown;
+    line(out, fmt::format("  {}  [{}]", k.name, fmt::join(k.nodes, ", ")));
+    for (const KernelBuffer& b : k.buffers) {
+      if (!b.judged) continue;
+      line(out, fmt::format("    {:<8} {:<28} {}  rmse {:.3g}  max ulp {:.3g}{}", b.buffer, b.value + (b.reshaped ? " (reshaped)" : ""),
+                            b.pass ? "ok  " : "FAIL", b.metrics.rmse, b.metrics.max_ulp, b.pass ? "" : "  " + b.verdict.reason));
+    }
+  }
+  if (shown < t.kernels.size()) line(out, fmt::format("  ({} more kernel calls pass: --json lists them all)", t.kernels.size() - shown));
+  line(out, "");
+}
+
 std::string to_text(const DiffResult& r) {
   std::string out;
   line(out, fmt::format("{} with {}: compiled = {}, reference = fp64, rule = {}, tol = {}", r.graph, r.inputs, r.compiled,
@@ -191,6 +233,7 @@ std::string to_text(const DiffResult& r) {
   line(out, "");
   compiles_block(out, r);
   outputs_block(out, r);
+  kernels_block(out, r);
   if (r.localization) localization_block(out, *r.localization);
   ranking_block(out, r);
   per_node_block(out, r);

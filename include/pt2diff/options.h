@@ -62,6 +62,9 @@ struct DiffOptions {
   BackendOptions backend;
   /// Also compile every node as an independent op (one compile) for the compiled local error column.
   bool exploded = true;
+  /// Observe every buffer the whole graph's compiled code writes and judge it (kernels.h), in the
+  /// compile and run that give the verdict (--no-kernel-map turns it off).
+  bool kernel_map = true;
   /// When an output diverges: bisect the graph to the op or window that causes it (localize.h).
   LocalizeOptions localize;
   /// When localization names a culprit, write it here as a standalone repro (localize.h: Repro).

@@ -21,6 +21,7 @@
 #include "pt2diff/html.h"
 #include "pt2diff/inputs.h"
 #include "pt2diff/inspect.h"
+#include "pt2diff/kernels.h"
 #include "pt2diff/options.h"
 #include "pt2diff/program.h"
 #include "pt2diff/results.h"

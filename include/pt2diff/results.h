@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pt2diff/failure.h"
+#include "pt2diff/kernels.h"
 #include "pt2diff/localize.h"
 #include "pt2diff/verdict.h"
 
@@ -100,6 +101,8 @@ struct DiffResult {
   std::vector<size_t> ranking;
   std::vector<OutputVerdict> outputs;
   std::vector<CompileRecord> compiles;
+  /// The whole-graph compile's kernels, each buffer judged, from the verdict's own run (kernels.h).
+  KernelTable kernels;
   /// Where the divergence comes from, when an output diverged and localization ran.
   std::optional<Localization> localization;
   std::vector<std::string> fixups;    ///< fp64 fix-ups applied ("aten.to.dtype: dtype bfloat16 -> float64")

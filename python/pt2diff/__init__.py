@@ -41,6 +41,7 @@ Options are keyword arguments named after the CLI's flags (``--no-exploded`` is 
     fail_on_suspicious        --fail-on-suspicious  diff: suspicious outputs make ``agrees`` False (False)
     localize_suspicious       --localize-suspicious  localize a suspicious output as a failing one (False)
     exploded                  --no-exploded       the exploded compile, every op alone (True)
+    kernel_map                --no-kernel-map     observe and judge the compiled code's buffers (True)
     localize                  --no-localize       bisect the graph when an output diverges (True; sweep: --localize,
                                                   False)
     bisect                    --bisect            "binary" or "linear" ("binary")
@@ -84,8 +85,8 @@ _COMPILER_OPTIONS = {"compiled": "inductor", "device": None, "reference_device":
                      "worker_python": None, "inductor_cache": None}
 _RULE_OPTIONS = {"rule": "same", "tol": 1e-3, "fp32_multiplier": 2.0, "low_precision_multiplier": 3.0,
                  "small_tensor_multipliers": False, "suspicious_ratio": _pt2diff.DEFAULT_SUSPICIOUS_RATIO}
-_SEARCH_OPTIONS = {"exploded": True, "localize": True, "localize_suspicious": False, "bisect": "binary", "max_compiles": 64,
-                   "repeats": 2, "top": 10, "repro": None}
+_SEARCH_OPTIONS = {"exploded": True, "kernel_map": True, "localize": True, "localize_suspicious": False, "bisect": "binary",
+                   "max_compiles": 64, "repeats": 2, "top": 10, "repro": None}
 _DIFF_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, **_SEARCH_OPTIONS, "fail_on_suspicious": False,
                  "progress": True}
 _EXPLAIN_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, "progress": True}

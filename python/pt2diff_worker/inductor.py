@@ -10,6 +10,7 @@ import traceback
 
 import torch
 
+from . import kernel_map
 from .archive import Archive
 from .protocol import PROTOCOL, Failure, describe
 
@@ -78,7 +79,8 @@ class Worker:
         if cache_dir is None:  # not started by main(): Inductor's own default
             from torch._inductor.runtime.cache_dir_utils import default_cache_dir
             cache_dir = default_cache_dir()
-        return {"worker": "inductor", "protocol": PROTOCOL, "torch": torch.__version__, "cache_dir": cache_dir}
+        return {"worker": "inductor", "protocol": PROTOCOL, "torch": torch.__version__, "cache_dir": cache_dir,
+                "observe": True}
 
     def load(self, req):
         """Loads the archive (Archive.from_request); forgets every compiled region. Reply: `nodes`."""
@@ -105,13 +107,18 @@ class Worker:
             # training graph whose partitioner may keep low-precision activations for backward, and
             # that changes the forward's rounding.
             settings = req.get("settings", {})
+            # The kernel map (kernel_map.py): hooks after every kernel, on the compile's own code.
+            why_not = kernel_map.unavailable(config) if req.get("observe") else "not asked"
+            observe = kernel_map.patch(req["nodes"]) if not why_not else contextlib.nullcontext()
             compiled = torch.compile(gm, backend="inductor", fullgraph=True, dynamic=False)
-            with patch, torch.no_grad(), torch_settings(settings):
+            with patch, observe, torch.no_grad(), torch_settings(settings):
                 compiled(*example)
         except Exception as e:  # noqa: BLE001 - the compiler's message is the point
             raise Failure("compile_failed", describe(e), traceback.format_exc())
         self.regions[req["region"]] = (compiled, input_names, settings)
-        return {}
+        if not req.get("observe"):
+            return {}
+        return {"kernel_map": why_not or "available"}
 
     def run(self, req):
         """Runs a compiled region on `inputs`, writing its outputs (on the CPU) to `outputs_file`."""
@@ -123,13 +130,19 @@ class Worker:
         try:
             if "seed" in req:
                 torch.manual_seed(int(req["seed"]))  # as the engine seeds its own runs: same random stream
-            with torch.no_grad(), torch_settings(settings):
+            observed = []  # (payload, copy): the buffer copied at once (Inductor reuses buffers in place)
+            watch = kernel_map.observing(lambda info, t: observed.append((info, t.detach().to("cpu", copy=True)))) \
+                if "observed_file" in req else contextlib.nullcontext()
+            with torch.no_grad(), torch_settings(settings), watch:
                 outputs = compiled(*inputs)
         except Exception as e:  # noqa: BLE001
             raise Failure("run_failed", describe(e), traceback.format_exc())
         outputs = [o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outputs]
         torch.save(outputs, req["outputs_file"])
-        return {}
+        if "observed_file" not in req:
+            return {}
+        torch.save([t for _, t in observed], req["observed_file"])
+        return {"observed": [info for info, _ in observed]}
 
     def export(self, req):
         """The fused region as a standalone torch.export archive, its inputs (weights included, as

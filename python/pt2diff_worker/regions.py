@@ -68,6 +68,9 @@ def region_module(root, by_name, node_names, input_names, output_names, exploded
     for n in nodes:
         copies[n] = new.node_copy(n, lambda a, user=n: arg_for(user, a))
         copies[n].meta = {k: n.meta[k] for k in KEPT_META if k in n.meta}
+        # The exported name, carried by Dynamo, AOTAutograd and Inductor onto every node made from this
+        # one (their own node names differ): what the kernel map names buffers by (kernel_map.py).
+        copies[n].meta["custom"] = {"pt2diff_node": n.name}
         if device is not None:
             # An export bakes its device into factories, casts and metadata asserts (device=cpu, or
             # cuda:0 for a GPU export): compiled for another device, those arguments follow the compile.

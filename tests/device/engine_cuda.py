@@ -161,6 +161,22 @@ def main():
         c.expect(run.returncode == 2 and len(lines) == 1 and "--gpu-memory" in lines[0],
                  f"eager runs that cannot fit are refused in one line before they start (exit {run.returncode}: {run.stderr.strip()})")
 
+        # The default job with Inductor on a GPU export whose cuDNN attention leaves outputs unset (logsumexp
+        # without compute_log_sumexp: None in eager, a Tensor to the fake kernel): the exploded compile
+        # asks only for what eager computed, and every op, attention included, gets its compiled error.
+        name = "attention_cuda_bf16"
+        graph, inputs = os.path.join(fixtures, "cuda", name + ".pt2"), os.path.join(fixtures, "cuda", name + "_inputs.pt")
+        run, saved, report = run_pt2diff(pt2diff, graph, inputs, tmp, "--device", "cuda")
+        if report is None:
+            c.expect(False, f"{name} with Inductor: pt2diff exited {run.returncode}: {run.stderr.strip()}")
+        else:
+            compiles = {k["what"]: k for k in report["compiles"]}
+            c.expect("exploded" in compiles and all(k["ok"] for k in report["compiles"]),
+                     f"{name} with Inductor: the whole graph and the exploded ops compile "
+                     f"({[(k['what'], k['ok'], k['message'][:200]) for k in report['compiles']]})")
+            attention = [v for n in report["nodes"] if "cudnn_attention" in n["op"] for v in n["values"] if v.get("compiled_local")]
+            c.expect(len(attention) == 1, f"{name} with Inductor: the attention output alone has a compiled local error ({len(attention)})")
+
         # TF32 under the user's matmul precision, explained by the tf32_off lever.
         graph, inputs = os.path.join(fixtures, "mlp_core.pt2"), os.path.join(fixtures, "mlp_inputs.pt")
         run, saved, report = run_pt2diff(pt2diff, graph, inputs, tmp, "--device", "cuda", "--matmul-precision", "high",

@@ -35,6 +35,9 @@ struct RegionSpec {
   /// Exploded: every node reads its inputs from `inputs`, never from another node of the region, so
   /// one compile gives every op's result on inputs of the caller's choosing (its *local* error).
   bool exploded = false;
+  /// Ask for the kernel map: the buffers the compiled code writes, observed during run()
+  /// (CompiledRegion::kernel_map()). Backends that cannot give one ignore it and say why there.
+  bool observe = false;
 
   /// The whole graph: inputs are the graph inputs that carry a value, outputs the graph outputs.
   static RegionSpec whole_graph(const ExportedGraph& ir);
@@ -60,6 +63,24 @@ class BackendFailure : public std::runtime_error {
   Kind kind_;
 };
 
+/// One buffer the compiled code wrote, copied right after the kernel call that wrote it.
+struct ObservedBuffer {
+  std::string kernel;                     ///< "cpp_fused_relu_0", "extern_kernels.addmm", "triton_poi_fused_add_0"
+  std::string call;                       ///< that call ("<kernel>:<n>"): a kernel may be called more than once
+  std::vector<std::string> kernel_nodes;  ///< the exported nodes fused into that call
+  std::string buffer;                     ///< the compiler's name ("buf3")
+  std::string node;                       ///< the exported node whose value it is; empty: an internal step
+  std::string part_of;                    ///< the exported node it was computed for
+  int64_t index = -1;                     ///< which output of a multi-output node, when the compiler says
+  at::Tensor value;                       ///< on the CPU
+};
+
+/// What a region compiled with RegionSpec::observe saw in its last run.
+struct KernelMap {
+  std::string unavailable;              ///< why there is none, one line; empty when `buffers` is the map
+  std::vector<ObservedBuffer> buffers;  ///< in the order the compiled code wrote them
+};
+
 /// A compiled region. run() takes one value per RegionSpec::inputs entry and returns one per output.
 class CompiledRegion {
  public:
@@ -67,6 +88,9 @@ class CompiledRegion {
   virtual std::vector<c10::IValue> run(const std::vector<c10::IValue>& inputs) = 0;
   /// Seconds of the last run() as the backend measured it (the worker times its own side).
   double last_run_seconds() const { return last_run_seconds_; }
+  /// The kernel map of the last run() of a region compiled with RegionSpec::observe: its buffers, or why
+  /// there are none (this base: the backend gives none).
+  virtual KernelMap kernel_map() const { return {"the backend does not observe its compiled code", {}}; }
 
  protected:
   double last_run_seconds_ = 0;
@@ -79,6 +103,8 @@ class Backend {
   virtual std::string name() const = 0;
   /// Whether compile() takes any region (true) or only RegionSpec::whole_graph (AOTI packages).
   virtual bool compiles_regions() const { return true; }
+  /// Whether its compiled regions can observe their own code (RegionSpec::observe, the kernel map).
+  virtual bool observes() const { return false; }
   /// Compiles `region` for inputs like `example_inputs` (one per RegionSpec::inputs entry; their
   /// shapes specialize the compile). Throws BackendFailure when the compiler fails.
   virtual std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) = 0;

@@ -1,0 +1,125 @@
+// engine/diff/judge_kernels.cpp — stage judge_kernels: the kernel table. Every buffer the whole graph's
+// compiled code wrote (observed in the compile and run that gave the verdict: compile_graph asked for it)
+// is judged with the rule against the eager and fp64 values of the exported node it computes. The kernel
+// of the failing buffer earliest in graph order is the first suspect, found with no compile of its own.
+#include <ATen/ops/isfinite.h>
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <map>
+
+#include "engine/diff/stages.h"
+#include "pt2diff/compare.h"
+#include "pt2diff/error.h"
+
+namespace pt2diff {
+
+namespace {
+
+std::string shape_of(const at::Tensor& t) { return fmt::format("[{}]", fmt::join(t.sizes(), ", ")); }
+
+/// The value of `node` that `buffer` holds: the output `index` when the compiler says, else the one
+/// output with the buffer's dtype and element count. kNoValue (with why) when there is none or several.
+ValueId value_for(const Graph& g, const Node& node, const ObservedBuffer& b, std::string& why) {
+  const std::vector<ValueId> outs = node.output_values();
+  std::vector<ValueId> candidates;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (b.index >= 0 && static_cast<size_t>(b.index) != i) continue;
+    const Value& v = g.value(outs[i]);
+    if (v.kind != ValueKind::Tensor || !v.meta) continue;
+    if (v.meta->dtype != DType::Undefined && static_cast<DType>(b.value.scalar_type()) != v.meta->dtype) continue;
+    candidates.push_back(outs[i]);
+  }
+  if (candidates.size() == 1) return candidates[0];
+  why = candidates.empty() ? fmt::format("{} has no {} output", node.name, c10::toString(b.value.scalar_type()))
+                           : fmt::format("{} has {} outputs it could be", node.name, candidates.size());
+  return kNoValue;
+}
+
+}  // namespace
+
+void judge_kernels(RunState& s) {
+  KernelTable& t = s.result.kernels;
+  if (!s.observed) return;
+  t.asked = true;
+  if (!s.observed->unavailable.empty()) {
+    t.unavailable = s.observed->unavailable;
+    return;
+  }
+  t.available = true;
+  const Graph& g = s.program.ir.graph;
+  std::map<std::string, NodeId> node_by_name;
+  for (const Node& n : g.nodes()) node_by_name[n.name] = n.id;
+  std::map<std::string, size_t> call_index;  // kernel call → its entry in t.kernels
+  NodeId first_failing_node = -1;
+  for (const ObservedBuffer& b : s.observed->buffers) {
+    auto [it, fresh] = call_index.emplace(b.call, t.kernels.size());
+    if (fresh) {
+      KernelCall k;
+      k.name = b.kernel;
+      std::vector<std::pair<NodeId, std::string>> ordered;
+      for (const std::string& n : b.kernel_nodes)
+        if (auto f = node_by_name.find(n); f != node_by_name.end()) ordered.emplace_back(f->second, n);
+      std::sort(ordered.begin(), ordered.end());
+      for (auto& [id, name] : ordered) k.nodes.push_back(name);
+      t.kernels.push_back(std::move(k));
+    }
+    KernelCall& k = t.kernels[it->second];
+    KernelBuffer kb;
+    kb.buffer = b.buffer;
+    kb.node = b.node;
+    kb.part_of = b.part_of;
+    kb.dtype = c10::toString(b.value.scalar_type());
+    kb.shape = shape_of(b.value);
+    ++t.observed;
+    t.observed_bytes += static_cast<int64_t>(b.value.numel()) * static_cast<int64_t>(b.value.element_size());
+    if (b.value.is_floating_point()) {
+      kb.nonfinite = b.value.numel() - at::isfinite(b.value).sum().item<int64_t>();
+      if (kb.nonfinite > 0 && t.first_nonfinite < 0) t.first_nonfinite = static_cast<int64_t>(it->second);
+    }
+    auto node = b.node.empty() ? node_by_name.end() : node_by_name.find(b.node);
+    ValueId v = kNoValue;
+    if (b.node.empty()) {
+      kb.why_not = b.part_of.empty() ? "the compiler names no node for it" : "an internal step of " + b.part_of;
+    } else if (node == node_by_name.end()) {
+      kb.why_not = "no node '" + b.node + "' in the graph";
+    } else {
+      v = value_for(g, g.node(node->second), b, kb.why_not);
+    }
+    if (v != kNoValue) {
+      const c10::IValue& eager = s.reference.eager[static_cast<size_t>(v)];
+      const c10::IValue& fp64 = s.reference.fp64[static_cast<size_t>(v)];
+      if (!eager.isTensor() || !fp64.isTensor() || !eager.toTensor().defined() || !fp64.toTensor().defined()) {
+        kb.why_not = "no eager or fp64 value kept for " + g.value(v).name;
+      } else if (s.uncomparable_values.count(g.value(v).name)) {
+        kb.why_not = g.value(v).name + " is not comparable (bitcast or float8)";
+      } else if (eager.toTensor().numel() != b.value.numel()) {
+        kb.why_not = fmt::format("{} has {} elements, the buffer {}", g.value(v).name, eager.toTensor().numel(), b.value.numel());
+      } else {
+        const at::Tensor& e = eager.toTensor();
+        at::Tensor value = b.value;
+        if (value.sizes() != e.sizes()) {
+          value = value.reshape(e.sizes());
+          kb.reshaped = true;
+        }
+        kb.value = g.value(v).name;
+        kb.judged = true;
+        ++t.judged;
+        kb.verdict = judge(value, e, fp64.toTensor(), s.options.rule);
+        kb.pass = kb.verdict.pass;
+        kb.metrics = measure(value, fp64.toTensor(), working_dtype(g, g.node(node->second)));
+        if (!kb.pass) {
+          k.fails = true;
+          if (first_failing_node < 0 || node->second < first_failing_node) {
+            first_failing_node = node->second;
+            t.first_failing = static_cast<int64_t>(it->second);
+            t.first_failing_node = b.node;
+          }
+        }
+      }
+    }
+    k.buffers.push_back(std::move(kb));
+  }
+}
+
+}  // namespace pt2diff

@@ -1,0 +1,246 @@
+"""The kernel map: every buffer the Inductor-compiled code materializes, seen right after the kernel that
+wrote it, named by the exported node it computes (torch 2.11-2.14, Python wrapper, CPU and CUDA).
+
+Inductor's own intermediate hooks (`config.generate_intermediate_hooks`) fire only after Triton
+pointwise/reduction kernels and ExternKernelAlloc calls: never after C++ kernels, `extern_kernels.mm(out=)`
+or fallbacks, so on the CPU they see nothing. Here each device's Python wrapper codegen is wrapped (the
+registry out-of-tree backends use) to emit `run_intermediate_hooks(<json>, bufN)` after every kernel call,
+for each buffer it writes. The JSON is fixed at codegen: the kernel, its call key (`<kernel>:<debug handle>`
+from provenance tracking, level 2), the buffer, the exported node the buffer stands for, and the exported
+nodes fused into the kernel.
+
+Exported names travel in `node.meta["custom"]["pt2diff_node"]`, which regions.region_module sets and
+Dynamo, AOTAutograd and pattern replacements copy onto every node they make from it (node *names* do not
+survive: Dynamo and AOTAutograd rename). A no-op `CustomGraphPass` (`Marker`, wrapping any pass already
+configured) keys Inductor's caches on the instrumentation and the region's names, and is the switch: the
+wrapper emits hooks only while a Marker is the post-grad pass, so plain compiles are unchanged.
+Design and measurements: docs/kernel-map.md.
+"""
+import contextlib
+import dataclasses
+import hashlib
+import json
+
+import torch
+from torch._inductor import config as inductor_config
+from torch._inductor.custom_graph_pass import CustomGraphPass
+
+#: The meta["custom"] key carrying an exported node's name through Dynamo, AOTAutograd and Inductor.
+TAG = "pt2diff_node"
+#: Version of the payload; part of the cache key, so entries of an older payload are not reused.
+SCHEMA = 1
+#: Ops a same-tag user may be and the buffer still is the node's value (the value only reshaped).
+VIEWS = {"view", "reshape", "_unsafe_view", "squeeze", "unsqueeze", "permute", "t", "transpose", "expand", "alias",
+         "clone"}
+#: Casts a post-grad pass may insert without a tag: they stand for the value they cast.
+CASTS = {"convert_element_type", "_to_copy", "to"}
+
+
+class Marker(CustomGraphPass):
+    """The post-grad pass while the kernel map is on: runs `inner` (a pass already configured, e.g. a test's
+    planted bug) and keys the FX-graph and AOTAutograd caches on the region's exported names."""
+
+    def __init__(self, names, inner=None):
+        self.inner = inner
+        inner_key = inner.uuid() if inner is not None and hasattr(inner, "uuid") else repr(inner)
+        digest = hashlib.sha256("\0".join([str(inner_key), *names]).encode()).hexdigest()
+        self.key = f"pt2diff-kernel-map-{SCHEMA}:{digest}"
+
+    def __call__(self, graph):
+        if self.inner is not None:
+            self.inner(graph)
+
+    def uuid(self):
+        return self.key
+
+
+def active():
+    """Whether the compile being generated asked for the kernel map."""
+    return isinstance(inductor_config.post_grad_custom_post_pass, Marker)
+
+
+def op_name(n):
+    return getattr(getattr(n.target, "overloadpacket", None), "__name__", getattr(n.target, "__name__", str(n.target)))
+
+
+def tag(n):
+    """The exported node a post-grad fx node came from, or None. An untagged cast (inserted by a pass)
+    stands for the value it casts."""
+    if n is None:
+        return None
+    t = (n.meta.get("custom") or {}).get(TAG)
+    if t is None and n.op == "call_function" and op_name(n) in CASTS and n.args and isinstance(n.args[0], torch.fx.Node):
+        return tag(n.args[0])
+    return t
+
+
+def stands_for(n):
+    """The exported node whose value this post-grad node's buffer is; None when it is an internal step of
+    that node's decomposition (a same-tag user that is not a view keeps computing it)."""
+    x = tag(n)
+    if x is None:
+        return None
+    seen = [n]
+    while seen:
+        m = seen.pop()
+        for u in m.users:
+            if u.op != "call_function" or tag(u) != x or op_name(u) in CASTS:
+                continue
+            if op_name(u) not in VIEWS:
+                return None
+            seen.append(u)
+    return x
+
+
+def provenance_key(kernel):
+    from torch._inductor import debug
+    return f"{kernel}:{getattr(debug, '_inductor_kernel_provenance_debug_handle', 0)}"
+
+
+def kernel_nodes(key):
+    """The exported nodes of the post-grad nodes provenance tracking put in the kernel call `key`."""
+    from torch._inductor import debug
+    from torch._inductor.virtualized import V
+    names = getattr(debug, "_inductor_triton_kernel_to_post_grad_node_info", {}).get(key)
+    if not names:
+        return []
+    by = {n.name: n for n in V.graph.graph.nodes}
+    return sorted({tag(by[m]) for m in names if m in by and tag(by[m]) is not None})
+
+
+def written(call_args, kw):
+    """The buffer arguments a kernel call writes: C++ kernels' non-const pointers, Triton's in_out_ptr /
+    out_ptr; when neither is known, every buffer argument (inputs then re-observed, harmlessly)."""
+    names = [a for a in call_args if isinstance(a, str)]
+    arg_types = kw.get("arg_types")
+    if not kw.get("triton", True) and arg_types is not None and len(arg_types) == len(call_args):
+        return [a for a, t in zip(call_args, arg_types)
+                if isinstance(a, str) and isinstance(t, str) and t.endswith("*") and not t.startswith("const")]
+    signature = (kw.get("triton_meta") or {}).get("signature")
+    if kw.get("triton", True) and signature is not None and len(signature) >= len(call_args):
+        return [a for k, a in zip(list(signature), call_args) if isinstance(a, str) and k.startswith(("in_out_ptr", "out_ptr"))]
+    return names
+
+
+class ObserveMixin:
+    """Mixed into a device's Python wrapper codegen: a hook line after every kernel call, per buffer written."""
+
+    def _observe(self, kernel, buf_name, index=None, key=None):
+        if not active():
+            return
+        try:
+            from torch._inductor.virtualized import V
+            buf = V.graph.try_get_buffer(buf_name)
+            if buf is None or buf_name in V.graph.graph_inputs:
+                return
+            origin = buf.get_origin_node()
+            key = key or provenance_key(kernel)
+            info = {"kernel": kernel, "call": key, "buffer": buf_name, "node": stands_for(origin),
+                    "part_of": tag(origin), "index": index, "kernel_nodes": kernel_nodes(key)}
+        except Exception:  # noqa: BLE001 - instrumentation never fails a compile: the buffer goes unobserved
+            return
+        self.writeline(f"run_intermediate_hooks({json.dumps(info)!r}, {buf_name})")
+
+    def generate_kernel_call(self, kernel_name, call_args, **kw):
+        super().generate_kernel_call(kernel_name, call_args, **kw)
+        for a in written(call_args, kw):
+            self._observe(kernel_name, a)
+
+    def generate_extern_kernel_out(self, node, *args, **kw):
+        super().generate_extern_kernel_out(node, *args, **kw)
+        self._observe(kernel_name_of(node), node.get_name())
+
+    def generate_extern_kernel_alloc(self, node, *args, **kw):
+        super().generate_extern_kernel_alloc(node, *args, **kw)
+        self._observe(kernel_name_of(node), node.get_name())
+
+    def generate_fallback_kernel(self, node, *args, **kw):
+        super().generate_fallback_kernel(node, *args, **kw)
+        self._fallback_keys()[node.get_name()] = (kernel_name_of(node), provenance_key(kernel_name_of(node)))
+        self._observe(kernel_name_of(node), node.get_name())
+
+    def codegen_multi_output(self, node, *args, **kw):
+        super().codegen_multi_output(node, *args, **kw)
+        parent = node.inputs[0].get_name() if node.inputs else ""
+        kernel, key = self._fallback_keys().get(parent, ("multi_output:" + parent, None))
+        indices = [i[1] if isinstance(i, tuple) else i for i in getattr(node, "indices", ())]
+        self._observe(kernel, node.get_name(), index=indices[0] if len(indices) == 1 else None, key=key)
+
+    def _fallback_keys(self):
+        if not hasattr(self, "_pt2diff_fallbacks"):
+            self._pt2diff_fallbacks = {}
+        return self._pt2diff_fallbacks
+
+
+def kernel_name_of(node):
+    for attr in ("get_kernel_name", "python_kernel_name", "op_overload"):
+        v = getattr(node, attr, None)
+        v = v() if callable(v) and attr == "get_kernel_name" else v
+        if v:
+            return str(v)
+    return type(node).__name__
+
+
+_installed = False
+
+
+def install():
+    """Once per process: every registered device's Python wrapper codegen gets ObserveMixin (inert unless a
+    Marker is the post-grad pass). Returns why the map is unavailable, or "" when installed."""
+    global _installed
+    if _installed:
+        return ""
+    try:
+        from torch._inductor.codegen import common
+        common.init_backend_registration()
+        for device, c in list(common.device_codegens.items()):
+            base = c.wrapper_codegen
+            if base is None or not isinstance(base, type):
+                continue
+            observed = type("Observed" + base.__name__, (ObserveMixin, base), {})
+
+            def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None, base=base, observed=observed):
+                if is_subgraph:  # subgraphs (cond, while_loop bodies) keep the stock wrapper: no hooks there
+                    return base.create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures)
+                return observed()
+
+            observed.create = staticmethod(create)
+            common.device_codegens[device] = dataclasses.replace(c, wrapper_codegen=observed)
+    except Exception as e:  # noqa: BLE001 - a torch whose internals moved: say so, compile without the map
+        return f"this torch's Inductor codegen cannot be instrumented ({type(e).__name__}: {e})"
+    _installed = True
+    return ""
+
+
+def unavailable(config):
+    """Why a compile under Inductor `config` (the request's overrides) cannot give the map, or ""."""
+    if config.get("cpp_wrapper", inductor_config.cpp_wrapper):
+        return "cpp_wrapper compiles the wrapper to C++, where no Python hook runs"
+    if config.get("triton.cudagraphs", inductor_config.triton.cudagraphs):
+        return "CUDA graphs replay kernels without running the wrapper's Python"
+    return install()
+
+
+def patch(names):
+    """The Inductor config the observed compile runs under: provenance tracking at its basic level (the
+    kernel → node table) and the Marker, wrapping whatever post-grad pass is configured."""
+    level = getattr(inductor_config.trace, "provenance_tracking_level", 0) or 2
+    return inductor_config.patch({"trace.provenance_tracking_level": level,
+                                  "post_grad_custom_post_pass": Marker(names, inductor_config.post_grad_custom_post_pass)})
+
+
+@contextlib.contextmanager
+def observing(keep):
+    """Calls `keep(info_dict, tensor)` for every hook the compiled code runs inside the block."""
+    from torch._inductor import hooks
+
+    def hook(name, value):
+        try:
+            info = json.loads(name)
+        except (TypeError, ValueError):  # Inductor's own hooks (bare node names): not ours
+            return
+        if isinstance(value, torch.Tensor):
+            keep(info, value)
+
+    with hooks.intermediate_hook(hook):
+        yield

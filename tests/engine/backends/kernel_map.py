@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""The kernel table with the real Inductor (a ctest, label inductor; about 3 min on 2 cores).
+
+    kernel_map.py PT2DIFF FIXTURES_DIR
+
+- Clean graphs: the compiled code is observed, buffers are judged, none fails (no false alarm), and
+  the report is valid against docs/report.schema.json.
+- A bug planted in Inductor's lowering of relu (tests/engine/localize/lowering_bug_worker.py): the
+  first failing kernel is relu's, named from the one compile and run that gave the verdict; localization,
+  with its own compiles, names the same node.
+- The same bug in div (the softmax's input scaled), which Inductor fuses with layer norm, softmax and
+  gelu into one kernel: the first failing kernel is that fused one.
+- Where there is no map, the report says why in one line: --no-kernel-map, a backend that does not
+  observe (fault), a worker that does not offer it (python/examples/eager_worker.py).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..", "..")
+BUG_WORKER = os.path.join(ROOT, "tests", "engine", "localize", "lowering_bug_worker.py")
+
+
+def run(pt2diff, fixtures, name, tmp, *flags, env=None):
+    base = name[:-5] if name.endswith("_core") else name
+    report = os.path.join(tmp, name + ".json")
+    if os.path.exists(report):
+        os.remove(report)
+    p = subprocess.run([pt2diff, os.path.join(fixtures, name + ".pt2"), os.path.join(fixtures, base + "_inputs.pt"),
+                        "--json", report, *flags], capture_output=True, text=True, env={**os.environ, **(env or {})})
+    r = json.load(open(report)) if p.returncode in (0, 1) and os.path.exists(report) else None
+    return p, r
+
+
+def main():
+    pt2diff, fixtures = sys.argv[1], sys.argv[2]
+    failures = []
+
+    def expect(ok, what):
+        print(("ok   " if ok else "FAIL ") + what)
+        if not ok:
+            failures.append(what)
+
+    try:
+        import jsonschema
+        schema = json.load(open(os.path.join(ROOT, "docs", "report.schema.json")))
+    except ImportError:
+        jsonschema = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("mlp", "ln_softmax_gelu_core", "attention_core", "conv_bn_relu_core"):
+            p, r = run(pt2diff, fixtures, name, tmp, "--no-exploded", "--no-localize")
+            if r is None:
+                expect(False, f"{name}: pt2diff exited {p.returncode}: {p.stderr.strip()[-300:]}")
+                continue
+            k = r["kernels"]
+            expect(k["available"] and k["judged"] >= 1 and k["first_failing"] is None and r["verdict"] == "agree",
+                   f"{name}: {len(k['kernels'])} kernel calls, {k['observed']} buffers observed, {k['judged']} judged, "
+                   f"none failing ({k['unavailable'] or 'available'}; verdict {r['verdict']})")
+            if jsonschema:
+                jsonschema.validate(r, schema)
+
+        bug = f"external:{sys.executable} {BUG_WORKER}"
+        for name, op, node in (("mlp", "relu", "relu"), ("ln_softmax_gelu_core", "div.Tensor", "_softmax")):
+            p, r = run(pt2diff, fixtures, name, tmp, "--compiled", bug, env={"PT2DIFF_PLANT_OP": op})
+            if r is None:
+                expect(False, f"{name} with a bug in the {op} lowering: pt2diff exited {p.returncode}: {p.stderr.strip()[-300:]}")
+                continue
+            k = r["kernels"]
+            first = k["kernels"][k["first_failing"]] if k["first_failing"] is not None else None
+            graph_compiles = [c for c in r["compiles"] if c["what"] == "graph"]
+            expect(r["verdict"] == "diverged" and first is not None and node in first["nodes"] and len(graph_compiles) == 1,
+                   f"{name} with a bug in the {op} lowering: the first failing kernel is "
+                   f"{first and first['name']} (nodes {first and first['nodes']}), from the verdict's one compile")
+            culprit = (r.get("localization") or {}).get("culprit") or {}
+            if op == "relu":
+                expect(k["first_failing_node"] == "relu" and culprit.get("nodes") == ["relu"],
+                       f"{name}: its failing buffer is relu's, and localization ({(r.get('localization') or {}).get('compiles')} "
+                       f"compiles) names {culprit.get('nodes')}")
+            print("\n".join(line for line in p.stdout.splitlines() if "kernel" in line))
+
+        p, r = run(pt2diff, fixtures, "mlp", tmp, "--no-kernel-map", "--no-exploded", "--no-localize")
+        expect(r is not None and not r["kernels"]["asked"] and "kernels" not in p.stdout.split("outputs")[1].split("per node")[0],
+               "--no-kernel-map: not asked, no table in the text report")
+        for label, spec, words in (
+                ("fault backend", "fault:relu:noise=0.01", "does not observe"),
+                ("external worker without the map", f"external:{sys.executable} {os.path.join(ROOT, 'python', 'examples', 'eager_worker.py')}",
+                 "does not offer it")):
+            p, r = run(pt2diff, fixtures, "mlp", tmp, "--compiled", spec, "--no-exploded", "--no-localize")
+            line = next((l for l in p.stdout.splitlines() if l.startswith("kernels: no kernel map")), "")
+            expect(r is not None and r["kernels"]["asked"] and not r["kernels"]["available"] and words in r["kernels"]["unavailable"]
+                   and words in line, f"{label}: {line or p.stderr.strip()[-300:]}")
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    print("the kernel table names the compiled kernels and the first failing one")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

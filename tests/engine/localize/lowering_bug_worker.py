@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""The Inductor worker with a compiler bug planted in a lowering, for kernel-map and localization tests:
+Inductor's lowering of one ATen op (PT2DIFF_PLANT_OP: "relu", "div.Tensor"; default relu) returns its result scaled by
+(1 + PT2DIFF_PLANT_ERROR), default 1e-2, inside the generated kernel. The graph Inductor lowers is the
+real one (no FX pass rewrites it), so the bug is in the compiled code only, as a wrong lowering would be.
+Everything else is the real worker; its own Inductor cache, FX graph cache off, so no kernel compiled
+without the bug is reused.
+
+    lowering_bug_worker.py [--cache-dir DIR]
+"""
+import os
+import runpy
+import sys
+
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.expanduser("~/.cache/pt2diff/inductor-lowering-bug-test")
+os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
+import torch  # noqa: E402
+from torch._inductor import lowering  # noqa: E402
+
+NAME, _, OVERLOAD = os.environ.get("PT2DIFF_PLANT_OP", "relu").partition(".")
+OP = getattr(getattr(torch.ops.aten, NAME), OVERLOAD or "default")
+ERROR = float(os.environ.get("PT2DIFF_PLANT_ERROR", "1e-2"))
+overload = OP if OP in lowering.lowerings else OP.overloadpacket
+right = lowering.lowerings[overload]
+
+
+def wrong(*args, **kwargs):
+    result = right(*args, **kwargs)
+    return lowering.lowerings[torch.ops.aten.mul.Tensor](result, 1.0 + ERROR)
+
+
+lowering.lowerings[overload] = wrong
+worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "engine", "backends", "inductor_worker.py")
+sys.argv = [worker] + sys.argv[1:]
+runpy.run_path(worker, run_name="__main__")
