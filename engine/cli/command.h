@@ -85,7 +85,7 @@ struct RuleOptions {
   ToleranceRule get() const;
 };
 
-/// --no-exploded, --no-localize, --localize-suspicious, --bisect, --max-compiles, --repeats, --top: what runs
+/// --no-exploded, --no-kernel-map, --no-localize, --localize-suspicious, --bisect, --max-compiles, --repeats, --top: what runs
 /// besides the verdicts.
 struct SearchOptions {
   bool exploded = true;
