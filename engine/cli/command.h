@@ -72,19 +72,24 @@ struct CompilerOptions {
 /// One stderr line per failed compile; returns the exit code 4 when any failed, else 0.
 int report_compile_failures(const DiffResult& result);
 
-/// --rule, --tol and the multipliers: the verdict rule.
+/// --rule, --tol, the multipliers and --suspicious-ratio: the verdict rule and its levels.
 struct RuleOptions {
   std::string rule = "same";
   ToleranceRule parsed;
+  bool fail_on_suspicious = false;   ///< --fail-on-suspicious (DiffOptions::fail_on_suspicious), registered by diff only
   /// `with_tol` false: the command registers its own --tol (a sweep's grid).
   void add_to(CLI::App& app, bool with_tol = true);
+  /// --fail-on-suspicious, for the commands whose exit code says whether outputs agree (diff).
+  void add_exit_code_to(CLI::App& app);
   /// The rule the options describe. Throws pt2diff::Error(Usage) for a malformed --rule.
   ToleranceRule get() const;
 };
 
-/// --no-exploded, --no-localize, --bisect, --max-compiles, --repeats, --top: what runs besides the verdicts.
+/// --no-exploded, --no-kernel-map, --no-localize, --localize-suspicious, --bisect, --max-compiles, --repeats, --top: what runs
+/// besides the verdicts.
 struct SearchOptions {
   bool exploded = true;
+  bool localize_suspicious = false;  ///< --localize-suspicious (DiffOptions::localize_suspicious)
   bool kernel_map = true;
   LocalizeOptions localize;
   std::string bisect = "binary";

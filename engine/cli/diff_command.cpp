@@ -42,6 +42,7 @@ class DiffCommand final : public Command {
     app.add_option("--repro", repro_dir_,
                    "when a culprit is named, write it to this directory as a standalone archive, its inputs and the command");
     rule_.add_to(app);
+    rule_.add_exit_code_to(app);
     app.add_option("--json", json_path_, "also write the report as JSON to this file (docs/report.schema.json)");
     app.add_option("--html", html_path_, "also write the report as one self-contained HTML page (plots, the culprit's graph) to this file");
     app.add_option("--save-outputs", outputs_path_,
@@ -63,7 +64,7 @@ class DiffCommand final : public Command {
     if (!html_path_.empty()) write_file(html_path_, to_html(result, {&program, invocation, options.backend.device}));
     if (!outputs_path_.empty()) write_file(outputs_path_, saved_outputs(result));
     if (const int failed = report_compile_failures(result)) return failed;
-    return result.diverged ? 1 : 0;
+    return counts_as_failing(result) ? 1 : 0;  // suspicious outputs only with --fail-on-suspicious
   }
 
  private:

@@ -79,7 +79,9 @@ void CompilerOptions::add_to(CLI::App& app) {
 
 void RuleOptions::add_to(CLI::App& app, bool with_tol) {
   app.add_option("--rule", rule, "verdict rule: same (torch._dynamo.utils.same, default), allclose (to fp64 at --tol), "
-                                 "ulp:N (max ULP distance to fp64), cosine[:C] (cosine similarity to fp64 >= C, 0.99)")
+                                 "ulp:N (max ULP distance to fp64), cosine[:C] (cosine similarity to fp64 >= C, 0.99), "
+                                 "relative (errors at the fp64 value's scale, against eager's and a threshold per dtype: "
+                                 "docs/verdicts.md)")
       ->default_val("same");
   if (with_tol)
     app.add_option("--tol", parsed.tol, "tolerance of the verdict rule (atol = rtol for the allclose step)")->default_val(1e-3);
@@ -88,6 +90,16 @@ void RuleOptions::add_to(CLI::App& app, bool with_tol) {
                  "RMSE multiplier for fp16/bf16 outputs and outputs with fewer than 1000 elements")
       ->default_val(3.0);
   app.add_flag("--small-tensor-multipliers", parsed.small_tensor_multipliers, "use multiplier 8 for numel <= 500 and 10 for numel <= 10");
+  app.add_option("--suspicious-ratio", parsed.suspicious_ratio,
+                 "an output the rule passes is suspicious when its RMSE to fp64 is at least this many times eager's "
+                 "(eager's floored at its dtype's rounding); 0: never")
+      ->default_val(kDefaultSuspiciousRatio)
+      ->check(CLI::NonNegativeNumber);
+}
+
+void RuleOptions::add_exit_code_to(CLI::App& app) {
+  app.add_flag("--fail-on-suspicious", fail_on_suspicious,
+               "exit 1 when an output is suspicious, as when one fails (default: suspicious exits 0)");
 }
 
 ToleranceRule RuleOptions::get() const {
@@ -126,6 +138,7 @@ void SearchOptions::add_to(CLI::App& app) {
   app.add_flag("!--no-kernel-map", kernel_map,
                "do not observe the compiled code's buffers (the kernel table: each kernel's buffers judged, from the verdict's own run)");
   app.add_flag("!--no-localize", localize.enabled, "do not bisect the graph when an output diverges");
+  app.add_flag("--localize-suspicious", localize_suspicious, "bisect the graph when an output is suspicious, as when one fails");
   app.add_option("--bisect", bisect, "search of the localization: binary (about 2 log2 m + 4 compiles) or linear")
       ->check(CLI::IsMember({"binary", "linear"}))
       ->default_val("binary");
@@ -141,6 +154,8 @@ DiffOptions diff_options(const Program& program, const GraphOptions& graph, cons
   DiffOptions options;
   compiler.apply_to(options, program, graph, inputs);
   options.rule = rule.get();
+  options.fail_on_suspicious = rule.fail_on_suspicious;
+  options.localize_suspicious = search.localize_suspicious;
   options.exploded = search.exploded;
   options.kernel_map = search.kernel_map;
   options.localize = search.localize;

@@ -30,6 +30,8 @@ class SweepCommand final : public Command {
                    "second axis: RMSE multipliers of the same() rule, comma-separated (each replaces the fp32 and low-precision ones)")
         ->delimiter(',');
     app.add_flag("--localize", options_.localize, "localize at every point where an output fails (compiles are shared between points)");
+    app.add_flag("--localize-suspicious", options_.diff.localize_suspicious,
+                 "with --localize, also localize points where an output is suspicious (docs/verdicts.md)");
     app.add_flag("!--no-exploded", options_.diff.exploded, "skip the exploded compile (no compiled local failures per node)");
     app.add_option("--csv", csv_, "write one row per (point, output) to this CSV file");
     app.add_option("--json", json_, "write the sweep as JSON (docs/sweep.schema.json)");

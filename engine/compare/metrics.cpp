@@ -81,7 +81,9 @@ void measure_on_device(const at::Tensor& x, const at::Tensor& r, const Format& f
       (fx * fr).sum(), (fx * fx).sum(), (fr * fr).sum(),
       worst_at.to(at::kDouble),
       any ? x.reshape(-1).index_select(0, worst_at.reshape(1)).reshape({}) : zero,
-      any ? r.reshape(-1).index_select(0, worst_at.reshape(1)).reshape({}) : zero};
+      any ? r.reshape(-1).index_select(0, worst_at.reshape(1)).reshape({}) : zero,
+      both_finite.sum().to(at::kDouble),
+      any ? at::where(r.isfinite(), r.abs(), zero).max() : zero};
   const at::Tensor host = at::stack(parts).cpu();
   const double* h = host.data_ptr<double>();
   m.nan = static_cast<int64_t>(h[0]);
@@ -103,6 +105,8 @@ void measure_on_device(const at::Tensor& x, const at::Tensor& r, const Format& f
   m.rmse = x.numel() == 0 ? 0 : non_finite ? inf : std::sqrt(h[8] / n);
   const double dot = h[10], xx = h[11], rr = h[12];
   m.cosine = (xx == 0 && rr == 0) ? 1.0 : (xx == 0 || rr == 0) ? 0.0 : dot / std::sqrt(xx * rr);
+  m.ref_rms = h[16] > 0 ? std::sqrt(rr / h[16]) : 0;
+  m.ref_max_abs = h[17];
 }
 
 /// Checks shapes, sets numel and exact_kind, and gives both sides as contiguous float64 (complex as
@@ -129,7 +133,9 @@ std::pair<at::Tensor, at::Tensor> prepare(const at::Tensor& value, const at::Ten
 Metrics measure_with_reductions(const at::Tensor& value, const at::Tensor& reference, std::optional<at::ScalarType> ulp_dtype) {
   Metrics m;
   auto [x, r] = prepare(value, reference, m);
-  measure_on_device(x, r, format_of(ulp_dtype.value_or(value.scalar_type())), value.sizes(), m);
+  const Format f = format_of(ulp_dtype.value_or(value.scalar_type()));
+  if (!m.exact_kind) m.unit_roundoff = std::ldexp(1.0, -(f.mantissa_bits + 1));
+  measure_on_device(x, r, f, value.sizes(), m);
   return m;
 }
 
@@ -142,7 +148,7 @@ Metrics measure(const at::Tensor& value, const at::Tensor& reference, std::optio
   const double* rp = r.data_ptr<double>();
   const int64_t n = x.numel();
   double sq = 0, dot = 0, xx = 0, rr = 0, worst = -1;
-  int64_t worst_at = 0;
+  int64_t worst_at = 0, finite = 0;
   for (int64_t i = 0; i < n; ++i) {
     const double a = xp[i], b = rp[i];
     if (std::isnan(a)) ++m.nan;
@@ -172,10 +178,12 @@ Metrics measure(const at::Tensor& value, const at::Tensor& reference, std::optio
       sq = std::numeric_limits<double>::infinity();
       m.max_ulp = std::numeric_limits<double>::infinity();
     }
+    if (std::isfinite(b)) m.ref_max_abs = std::max(m.ref_max_abs, std::fabs(b));
     if (std::isfinite(a) && std::isfinite(b)) {
       dot += a * b;
       xx += a * a;
       rr += b * b;
+      ++finite;
     }
   }
   if (n) {
@@ -186,6 +194,8 @@ Metrics measure(const at::Tensor& value, const at::Tensor& reference, std::optio
   if (m.exact_kind) return m;
   m.rmse = n ? std::sqrt(sq / static_cast<double>(n)) : 0;
   m.cosine = (xx == 0 && rr == 0) ? 1.0 : (xx == 0 || rr == 0) ? 0.0 : dot / std::sqrt(xx * rr);
+  m.ref_rms = finite ? std::sqrt(rr / static_cast<double>(finite)) : 0;
+  m.unit_roundoff = std::ldexp(1.0, -(f.mantissa_bits + 1));
   return m;
 }
 

@@ -47,8 +47,13 @@ void compile_exploded(RunState& s) {
       ve.compiled_local = measure(compiled_local, ref.toTensor(), ulp_dtype);
       ve.has_compiled_local = true;
       if (s.options.keep_values) r.values->by_value[ve.name].compiled_local = compiled_local;
-      if (!judge(compiled_local, it->second.second->toTensor(), ref.toTensor(), s.options.rule).pass) ne.compiled_local_fails = true;
+      const Verdict alone = judge(compiled_local, it->second.second->toTensor(), ref.toTensor(), s.options.rule);
+      if (counts_as_failing(alone, s.options.localize_suspicious)) ne.compiled_local_fails = true;
       ne.compiled_local_ulp = std::max(ne.compiled_local_ulp, ve.compiled_local.exact_kind ? 0.0 : ve.compiled_local.max_ulp);
+      if (!ve.compiled_local.exact_kind) {
+        ne.compiled_local_relative = std::max(ne.compiled_local_relative, relative_rmse(ve.compiled_local));
+        ne.compiled_vs_eager = std::max(ne.compiled_vs_eager, error_ratio(ve.compiled_local, ve.local));
+      }
     }
   }
 }

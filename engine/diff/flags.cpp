@@ -36,6 +36,9 @@ std::vector<std::string> to_flags(const DiffOptions& o, const std::string& defau
   if (r.low_precision_multiplier != defaults.rule.low_precision_multiplier)
     add("--low-precision-multiplier", fmt::format("{}", r.low_precision_multiplier));
   if (r.small_tensor_multipliers) f.push_back("--small-tensor-multipliers");
+  if (r.suspicious_ratio != defaults.rule.suspicious_ratio) add("--suspicious-ratio", fmt::format("{}", r.suspicious_ratio));
+  if (o.fail_on_suspicious) f.push_back("--fail-on-suspicious");
+  if (o.localize_suspicious) f.push_back("--localize-suspicious");
   // What runs besides the verdicts.
   if (!o.exploded) f.push_back("--no-exploded");
   if (!o.kernel_map) f.push_back("--no-kernel-map");

@@ -21,6 +21,7 @@ OutputVerdict no_compiled_value(OutputVerdict ov, const std::string& why) {
 void judge_outputs(RunState& s) {
   const Graph& g = s.program.ir.graph;
   DiffResult& r = s.result;
+  r.fail_on_suspicious = s.options.fail_on_suspicious;
   for (size_t i = 0; i < s.program.ir.output_specs.size(); ++i) {
     const OutputSpec& spec = s.program.ir.output_specs[i];
     OutputVerdict ov;
@@ -52,6 +53,7 @@ void judge_outputs(RunState& s) {
       if (fp64_ok) ov.compiled_to_fp64 = measure(result.toTensor(), fp64.toTensor(), ulp_dtype);
     }
     r.diverged = r.diverged || !ov.verdict.pass;
+    r.suspicious = r.suspicious || ov.verdict.level == Level::Suspicious;
     r.outputs.push_back(std::move(ov));
     r.values->outputs.push_back(std::move(kept));
   }

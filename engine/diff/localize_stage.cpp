@@ -1,4 +1,5 @@
-// engine/diff/localize_stage.cpp — stage localize_divergence: when an output diverged and the graph
+// engine/diff/localize_stage.cpp — stage localize_divergence: when an output diverged (or is suspicious,
+// with DiffOptions::localize_suspicious) and the graph
 // compiled (a verdict to explain), bisect its failing cone to the first diverging op or window
 // (engine/localize/), starting from the exploded compile's suspects.
 #include <algorithm>
@@ -12,11 +13,12 @@ void localize_divergence(RunState& s) {
   const Graph& g = s.program.ir.graph;
   DiffResult& r = s.result;
   const bool graph_ok = !r.compiles.empty() && r.compiles.front().ok;
-  if (!r.diverged || !graph_ok || !s.bisect || !s.backend.compiles_regions()) return;
+  const bool suspicious_fails = s.options.localize_suspicious;  // a suspicious output is localized like a failing one
+  if (!(r.diverged || (suspicious_fails && r.suspicious)) || !graph_ok || !s.bisect || !s.backend.compiles_regions()) return;
   std::vector<ValueId> failing;
   std::vector<std::string> failing_names;
   for (const OutputVerdict& o : r.outputs)
-    if (!o.verdict.pass) {
+    if (counts_as_failing(o.verdict, suspicious_fails)) {
       failing.push_back(g.find(o.name));
       failing_names.push_back(o.name);
     }
@@ -26,7 +28,8 @@ void localize_divergence(RunState& s) {
     if (r.nodes[static_cast<size_t>(cone[i])].compiled_local_fails) suspects.push_back(i);
   std::set<ValueId> uncomparable;
   for (const std::string& name : s.uncomparable_values) uncomparable.insert(g.find(name));
-  auto oracle = make_compiled_oracle(s.program, s.backend, s.interpreter, s.reference, cone, uncomparable, s.options.rule);
+  auto oracle = make_compiled_oracle(s.program, s.backend, s.interpreter, s.reference, cone, uncomparable, s.options.rule,
+                                     suspicious_fails);
   Localization loc = localize(*oracle, s.options.localize, suspects, [&](const std::string& label) { *s.step = label; });
   s.step->clear();
   loc.failing_outputs = failing_names;

@@ -121,7 +121,10 @@ void run_references(RunState& s) {
         ve.compared = false;
         s.uncomparable_values.insert(ve.name);
       }
-      if (ve.compared && !ve.local.exact_kind) ne.local_ulp = std::max(ne.local_ulp, ve.local.max_ulp);
+      if (ve.compared && !ve.local.exact_kind) {
+        ne.local_ulp = std::max(ne.local_ulp, ve.local.max_ulp);
+        ne.local_relative = std::max(ne.local_relative, relative_rmse(ve.local));
+      }
     }
   }
 }

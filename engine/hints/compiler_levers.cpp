@@ -150,12 +150,16 @@ std::optional<Hint> compiler_lever_hint(const HintContext& ctx) {
       const Verdict after = judge(again, ctx.eager, ctx.fp64, ctx.options.rule);
       h.evidence.emplace_back("rmse_to_fp64_with_" + lever.name, measure(again, ctx.fp64).rmse);
       h.evidence.emplace_back("rmse_to_eager_with_" + lever.name, measure(again.to(at::kDouble), ctx.eager.to(at::kDouble)).rmse);
-      h.notes.push_back(fmt::format("{}: the window {} ({}: {})", lever.name, after.pass ? "passes" : "still fails", after.reason, after.detail));
+      h.notes.push_back(fmt::format("{}: the window {} ({}: {})", lever.name,
+                                    after.level == Level::Pass ? "passes" : after.pass ? "passes, suspicious" : "still fails", after.reason,
+                                    after.detail));
       tried.push_back(lever.name);
-      // Removes it: a failing window passes, or (explain on a passing node) the difference to eager halves.
+      // Removes it: a failing window passes, a suspicious one (--localize-suspicious) is no longer
+      // suspicious, or (explain on a passing node) the difference to eager halves.
       const double to_eager_before = measure(ctx.compiled.to(at::kDouble), ctx.eager.to(at::kDouble)).rmse;
       const double to_eager_after = measure(again.to(at::kDouble), ctx.eager.to(at::kDouble)).rmse;
-      if (after.pass && (!before.pass || (to_eager_before > 0 && to_eager_after <= 0.5 * to_eager_before))) {
+      const bool no_longer_suspicious = before.level == Level::Suspicious && after.level == Level::Pass;
+      if (after.pass && (!before.pass || no_longer_suspicious || (to_eager_before > 0 && to_eager_after <= 0.5 * to_eager_before))) {
         removes = &lever;  // the most specific lever that removes it: the others would cost compiles for nothing
         break;
       }
@@ -167,11 +171,14 @@ std::optional<Hint> compiler_lever_hint(const HintContext& ctx) {
   if (removes) {
     h.finding = "lever_removes_divergence";
     h.summary = fmt::format("with {} the window {}: {}", removes->name,
-                            before.pass ? "comes (at least twice) closer to eager" : "passes", removes->meaning);
+                            !before.pass ? "passes"
+                            : before.level == Level::Suspicious ? "is no longer suspicious (or comes at least twice closer to eager)"
+                                                                : "comes (at least twice) closer to eager",
+                            removes->meaning);
     h.suggestion = fmt::format("pt2diff: {}; in your program: {}", removes->how, removes->in_program);
   } else {
     h.finding = "lever_does_not_remove_divergence";
-    h.summary = fmt::format("the window still fails with each lever tried ({})", fmt::join(tried, ", "));
+    h.summary = fmt::format("the window still {} with each lever tried ({})", before.pass ? "differs" : "fails", fmt::join(tried, ", "));
     h.suggestion = "no compiler setting removes it: read the repro's generated code (TORCH_LOGS=output_code)";
   }
   return h;

@@ -19,9 +19,9 @@ namespace {
 class CompiledOracle final : public RegionOracle {
  public:
   CompiledOracle(const Program& program, Backend& backend, const Interpreter& interpreter, const ReferenceRuns& refs,
-                 std::vector<NodeId> cone, std::set<ValueId> uncomparable, const ToleranceRule& rule)
+                 std::vector<NodeId> cone, std::set<ValueId> uncomparable, const ToleranceRule& rule, bool suspicious_fails)
       : g_(program.ir.graph), backend_(backend), interpreter_(interpreter), refs_(refs), cone_(std::move(cone)),
-        uncomparable_(std::move(uncomparable)), rule_(rule) {
+        uncomparable_(std::move(uncomparable)), rule_(rule), suspicious_fails_(suspicious_fails) {
     for (size_t i = 0; i < cone_.size(); ++i) position_[cone_[i]] = i;
   }
 
@@ -136,10 +136,11 @@ class CompiledOracle final : public RegionOracle {
       const c10::IValue& fp64 = refs_.fp64[static_cast<size_t>(v)];
       if (uncomparable_.count(v) || !compiled[i].isTensor() || !eager[i].isTensor() || !fp64.isTensor()) continue;
       Verdict verdict = judge(compiled[i].toTensor(), eager[i].toTensor(), fp64.toTensor(), rule_);
+      const bool fails = counts_as_failing(verdict, suspicious_fails_);
       // The earliest failing value decides (phase 2 ends at its producer); else the closest to failing.
       const double margin = verdict.bound > 0 ? verdict.rmse_result / verdict.bound : 0;
-      if ((!verdict.pass && !a.fails) || (!a.fails && verdict.pass && margin > closest)) {
-        a.fails = !verdict.pass;
+      if ((fails && !a.fails) || (!a.fails && !fails && margin > closest)) {
+        a.fails = fails;
         a.value = g_.value(v).name;
         a.verdict = verdict;
         a.compiled_to_fp64 = measure(compiled[i].toTensor(), fp64.toTensor());
@@ -158,6 +159,7 @@ class CompiledOracle final : public RegionOracle {
   std::vector<NodeId> cone_;
   std::set<ValueId> uncomparable_;
   ToleranceRule rule_;
+  bool suspicious_fails_ = false;
   std::unordered_map<NodeId, size_t> position_;
   std::map<std::tuple<char, size_t, size_t>, std::unique_ptr<CompiledRegion>> compiled_;  ///< ('p'refix|'w'indow, begin, end)
   size_t compiles_ = 0;
@@ -167,8 +169,9 @@ class CompiledOracle final : public RegionOracle {
 
 std::unique_ptr<RegionOracle> make_compiled_oracle(const Program& program, Backend& backend, const Interpreter& interpreter,
                                                    const ReferenceRuns& refs, std::vector<NodeId> cone,
-                                                   std::set<ValueId> uncomparable, const ToleranceRule& rule) {
-  return std::make_unique<CompiledOracle>(program, backend, interpreter, refs, std::move(cone), std::move(uncomparable), rule);
+                                                   std::set<ValueId> uncomparable, const ToleranceRule& rule, bool suspicious_fails) {
+  return std::make_unique<CompiledOracle>(program, backend, interpreter, refs, std::move(cone), std::move(uncomparable), rule,
+                                          suspicious_fails);
 }
 
 }  // namespace pt2diff

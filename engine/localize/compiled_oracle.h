@@ -22,8 +22,11 @@ struct ReferenceRuns {
 /// The ancestors of `failing` (values) in topological order: everything that can change them.
 std::vector<NodeId> failing_cone(const Graph& graph, const std::vector<ValueId>& failing);
 
+/// `suspicious_fails`: a suspicious value (Verdict::level) fails a probe, as a failing one does
+/// (DiffOptions::localize_suspicious).
 std::unique_ptr<RegionOracle> make_compiled_oracle(const Program& program, Backend& backend, const Interpreter& interpreter,
                                                    const ReferenceRuns& refs, std::vector<NodeId> cone,
-                                                   std::set<ValueId> uncomparable, const ToleranceRule& rule);
+                                                   std::set<ValueId> uncomparable, const ToleranceRule& rule,
+                                                   bool suspicious_fails = false);
 
 }  // namespace pt2diff

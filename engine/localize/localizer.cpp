@@ -139,14 +139,21 @@ Localization localize_phases(SearchState& state, const std::vector<size_t>& susp
   oracle.name_nodes(j, end, c);
   fill_from(c, decisive->second);
   c.conclusion = Culprit::Conclusion::Named;
+  // A suspicious value (localized with --localize-suspicious) passes the rule: say what it is instead.
+  const std::string fails = c.verdict.level == Level::Suspicious
+                                ? fmt::format("is suspicious: it passes the rule ({}) but is {}x farther from fp64 than eager",
+                                              c.verdict.detail,
+                                              c.verdict.error_ratio >= 100 ? fmt::format("{:.0f}", c.verdict.error_ratio)
+                                                                           : fmt::format("{:.3g}", c.verdict.error_ratio))
+                                : fmt::format("fails the rule ({})", c.verdict.detail);
   if (j + 1 == end) {
     c.kind = Culprit::Kind::SingleOp;
-    c.summary = fmt::format("{} ({}) diverges on its own: fed with fp64-exact inputs, its compiled result fails the rule ({})",
-                            c.nodes.front(), c.ops.front(), c.verdict.detail);
+    c.summary = fmt::format("{} ({}) diverges on its own: fed with fp64-exact inputs, its compiled result {}", c.nodes.front(),
+                            c.ops.front(), fails);
   } else {
     c.kind = Culprit::Kind::Window;
     c.summary = fmt::format("{} ops, {} .. {}, diverge together (each alone passes): compiled as one region from fp64-exact "
-                            "inputs they fail the rule ({})", c.nodes.size(), c.nodes.front(), c.nodes.back(), c.verdict.detail);
+                            "inputs, their result {}", c.nodes.size(), c.nodes.front(), c.nodes.back(), fails);
   }
   if (!suspects.empty()) result.exploded_agrees = suspects.front() >= j && suspects.front() < end;
   return finish();

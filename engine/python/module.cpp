@@ -199,7 +199,11 @@ DiffOptions diff_options(const Program& program, const std::vector<std::string>&
   rule.fp32_multiplier = get<double>(o, "fp32_multiplier");
   rule.low_precision_multiplier = get<double>(o, "low_precision_multiplier");
   rule.small_tensor_multipliers = get<bool>(o, "small_tensor_multipliers");
+  rule.suspicious_ratio = get<double>(o, "suspicious_ratio");
+  if (!(rule.suspicious_ratio >= 0)) usage(fmt::format("suspicious_ratio={}: expected a number >= 0 (0: never)", rule.suspicious_ratio));
   d.rule = rule;
+  d.fail_on_suspicious = o.contains("fail_on_suspicious") && get<bool>(o, "fail_on_suspicious");  // diff() only
+  d.localize_suspicious = get<bool>(o, "localize_suspicious");
 
   d.exploded = get<bool>(o, "exploded");
   d.kernel_map = get<bool>(o, "kernel_map");
@@ -288,6 +292,8 @@ py::object make_error_class(py::module_& m, const char* name, py::handle base, c
 }  // namespace pt2diff::python
 
 PYBIND11_MODULE(_pt2diff, m) {
+  // pt2diff/verdict.h's default, so Python's default is the engine's, changed in one place.
+  m.attr("DEFAULT_SUSPICIOUS_RATIO") = pt2diff::kDefaultSuspiciousRatio;
   using namespace pt2diff;
   using namespace pt2diff::python;
   m.doc() = "pt2diff's engine (the native half of the pt2diff package: use `import pt2diff`)";

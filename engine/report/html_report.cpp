@@ -55,6 +55,11 @@ std::string anchor(const std::string& node) { return "node-" + esc(node); }
 std::string node_link(const std::string& node) { return fmt::format("<a class=\"mono\" href=\"#{}\">{}</a>", anchor(node), esc(node)); }
 
 std::string badge(bool pass) { return pass ? "<span class=\"badge pass\">PASS</span>" : "<span class=\"badge fail\">FAIL</span>"; }
+/// PASS, SUSPICIOUS or FAIL.
+std::string level_badge(Level level) {
+  if (level == Level::Suspicious) return "<span class=\"badge suspicious\">SUSPICIOUS</span>";
+  return badge(level == Level::Pass);
+}
 
 /// Whether the node defines a value compared as floating point (the others have no error to plot).
 bool has_floating(const NodeError& n) {
@@ -107,6 +112,9 @@ tr.is-culprit td{background:#fdf1f0}tr.is-culprit:hover td{background:#fbe5e3}
 .table-scroll{overflow-x:auto}
 .badge{display:inline-block;font-size:11.5px;font-weight:700;padding:1px 8px;border-radius:4px;letter-spacing:.03em}
 .badge.pass{background:var(--good-bg);color:var(--good)}.badge.fail{background:var(--bad-bg);color:var(--bad)}
+.badge.suspicious{background:var(--warn-bg);color:var(--warn)}
+.v-suspicious{background:var(--warn-bg);color:var(--warn);border:1px solid #f0d49a}
+.level-note{font-size:12.5px;margin:2px 0}
 .badge.kind{background:#eae6fb;color:#4b2e9e}.badge.flaky,.badge.inconclusive{background:var(--warn-bg);color:var(--warn)}
 .chip{display:inline-block;font-size:12px;padding:1px 9px;border-radius:999px;background:var(--soft);color:#374151}
 .tag{display:inline-block;font-size:11px;padding:0 6px;border-radius:4px;background:#fff1dc;color:#8a4b00;margin-left:6px}
@@ -153,8 +161,8 @@ std::string device_of(const DiffResult& r, const HtmlOptions& o) {
 }
 
 std::string header(const DiffResult& r, const HtmlOptions& o, bool graph_failed, bool has_localization) {
-  const char* verdict = graph_failed ? "COMPILER FAILED" : r.diverged ? "DIVERGED" : "AGREE";
-  const char* vclass = graph_failed ? "v-failed" : r.diverged ? "v-diverged" : "v-agree";
+  const char* verdict = graph_failed ? "COMPILER FAILED" : r.diverged ? "DIVERGED" : r.suspicious ? "SUSPICIOUS" : "AGREE";
+  const char* vclass = graph_failed ? "v-failed" : r.diverged ? "v-diverged" : r.suspicious ? "v-suspicious" : "v-agree";
   std::string h = "<header class=\"top\"><div class=\"wrap\">\n<div class=\"brand\">pt2diff report</div>\n";
   h += fmt::format("<h1><span class=\"verdict {}\">{}</span><code>{}</code></h1>\n", vclass, verdict, esc(r.graph));
   auto fact = [&](const std::string& k, const std::string& v) { h += fmt::format("<div><dt>{}</dt><dd>{}</dd></div>", k, v); };
@@ -175,7 +183,10 @@ std::string header(const DiffResult& r, const HtmlOptions& o, bool graph_failed,
   fact("rule", rule);
   fact("tol", fmt::format("<code>{:g}</code>", r.rule.tol));
   const size_t failing = std::count_if(r.outputs.begin(), r.outputs.end(), [](const OutputVerdict& v) { return !v.verdict.pass; });
-  fact("outcome", fmt::format("{} of {} outputs fail &middot; {} nodes &middot; {:.2f} s", failing, r.outputs.size(), r.nodes.size(), r.seconds));
+  const size_t suspicious =
+      std::count_if(r.outputs.begin(), r.outputs.end(), [](const OutputVerdict& v) { return v.verdict.level == Level::Suspicious; });
+  fact("outcome", fmt::format("{} of {} outputs fail{} &middot; {} nodes &middot; {:.2f} s", failing, r.outputs.size(),
+                              suspicious ? fmt::format(", {} suspicious", suspicious) : "", r.nodes.size(), r.seconds));
   h += "</dl>\n<nav><a href=\"#outputs\">Outputs</a>";
   if (has_localization) h += "<a href=\"#culprit\">Culprit</a><a href=\"#reproduce\">Reproduce</a><a href=\"#hints\">Hints</a>";
   h += "<a href=\"#profile\">Error profile</a>";
@@ -190,16 +201,28 @@ std::string outputs_section(const DiffResult& r) {
   std::string s = "<section id=\"outputs\"><h2>Outputs</h2>\n";
   s += "<p class=\"muted\">Compiled against eager, with fp64 as the referee; RMSE and max ULP are distances to fp64.</p>\n";
   s += "<div class=\"table-scroll\"><table><thead><tr><th></th><th>output</th><th>role</th><th>reason</th><th class=\"n\">compiled RMSE</th>"
-       "<th class=\"n\">eager RMSE</th><th class=\"n\">max ulp compiled</th><th class=\"n\">max ulp eager</th><th>detail</th></tr></thead><tbody>\n";
+       "<th class=\"n\">eager RMSE</th><th class=\"n\">ratio</th><th class=\"n\">max ulp compiled</th><th class=\"n\">max ulp eager</th>"
+       "<th>detail</th></tr></thead><tbody>\n";
   for (const OutputVerdict& o : r.outputs) {
     const bool no_value = o.verdict.reason == "no_compiled_value";
-    s += fmt::format("<tr><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"mono\">{}</td>", badge(o.verdict.pass), esc(o.name),
-                     esc(o.role), esc(o.verdict.reason));
+    const Verdict& v = o.verdict;
+    s += fmt::format("<tr><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"mono\">{}</td>", level_badge(v.level), esc(o.name),
+                     esc(o.role), esc(v.reason));
     s += no_value ? "<td class=\"n muted\">&ndash;</td>" : num_cell(o.compiled_to_fp64.rmse, num(o.compiled_to_fp64.rmse));
     s += num_cell(o.eager_to_fp64.rmse, num(o.eager_to_fp64.rmse));
+    s += no_value ? "<td class=\"n muted\">&ndash;</td>" : num_cell(v.error_ratio, fmt::format("{:.3g}&times;", v.error_ratio));
     s += no_value ? "<td class=\"n muted\">&ndash;</td>" : num_cell(o.compiled_to_fp64.max_ulp, ulp(o.compiled_to_fp64.max_ulp));
     s += num_cell(o.eager_to_fp64.max_ulp, ulp(o.eager_to_fp64.max_ulp));
-    s += fmt::format("<td class=\"brk\">{}</td></tr>\n", no_value ? "no compiled value" : esc(o.verdict.detail));
+    std::string detail = no_value ? "no compiled value" : esc(v.detail);
+    if (v.level == Level::Suspicious)
+      detail += fmt::format("<p class=\"level-note\"><strong>suspicious:</strong> the rule passes, but compiled is {:.3g}&times; farther "
+                            "from fp64 than eager (<code>--suspicious-ratio {:g}</code>)</p>",
+                            v.error_ratio, r.rule.suspicious_ratio);
+    if (!v.blind_spot.empty())
+      detail += fmt::format("<p class=\"level-note\"><strong>vacuous</strong> (<code>{}</code>): {}: this rule cannot see a 1% error in "
+                            "this output; <code>--rule relative</code> judges it at its scale</p>",
+                            esc(v.blind_spot), esc(v.blind_detail));
+    s += fmt::format("<td class=\"brk\">{}</td></tr>\n", detail);
   }
   s += "</tbody></table></div>\n";
   // What the user must know to read the numbers (a GPU export run on the CPU, in-place mutation).
@@ -244,7 +267,7 @@ std::string culprit_section(const Localization& l, const std::string& reproduce)
     if (c.eager_to_fp64.rmse > 0 && std::isfinite(c.compiled_to_fp64.rmse))
       kv("ratio", fmt::format("{:.3g}&times;", c.compiled_to_fp64.rmse / c.eager_to_fp64.rmse));
     kv("max ulp compiled / eager", fmt::format("{} / {}", ulp(c.compiled_to_fp64.max_ulp), ulp(c.eager_to_fp64.max_ulp)));
-    kv("verdict", fmt::format("{} <code>{}</code><br><span class=\"muted\">{}</span>", badge(c.verdict.pass), esc(c.verdict.reason),
+    kv("verdict", fmt::format("{} <code>{}</code><br><span class=\"muted\">{}</span>", level_badge(c.verdict.level), esc(c.verdict.reason),
                               esc(c.verdict.detail)));
   }
   std::string failing;
@@ -835,7 +858,8 @@ std::string probes_section(const Localization& l) {
     const std::string reason = p.failure ? failure_kind_name(*p.failure) : p.verdict.reason;
     s += fmt::format("<tr><td class=\"n\">{}</td><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"mono\" title=\"{}\">{}</td>"
                      "<td class=\"mono\">{}</td><td>{}</td><td class=\"n\">{:.3f}</td></tr>\n",
-                     i + 1, esc(phase_name(p.phase)), esc(p.region), badge(!p.fails), esc(p.verdict.detail), esc(reason), esc(p.value),
+                     i + 1, esc(phase_name(p.phase)), esc(p.region), p.failure ? badge(false) : level_badge(p.verdict.level),
+                     esc(p.verdict.detail), esc(reason), esc(p.value),
                      p.compiled ? "compiled" : "<span class=\"muted\">re-run / cached</span>", p.seconds);
   }
   return s + "</tbody></table></div>\n</section>\n";
@@ -866,14 +890,20 @@ std::string nodes_section(const DiffResult& r, const std::set<std::string>& culp
     s += "<p>No node introduces error: every local result is exact.</p>\n";
   } else {
     s += "<h3 style=\"margin-top:0\">Introducing the most error</h3>\n<p class=\"muted\">Local error: the node alone on fp64 inputs rounded to its dtypes, "
-         "in ulp of its working precision.</p>\n";
-    s += "<div class=\"table-scroll\"><table><thead><tr><th class=\"n\">compiled ulp</th><th class=\"n\">eager ulp</th><th>node</th><th>op</th>"
-         "<th>source</th><th>module</th></tr></thead><tbody>\n";
+         "as RMSE relative to the RMS of its fp64 value (rel), compiled and eager side by side; sorted by their ratio, how many times "
+         "farther from fp64 the compiled result is. Max ulp (of the working precision) for reference: near zero it is large by nature.</p>\n";
+    s += "<div class=\"table-scroll\"><table><thead><tr><th class=\"n\">compiled rel</th><th class=\"n\">eager rel</th><th class=\"n\">ratio</th>"
+         "<th class=\"n\">compiled ulp</th><th class=\"n\">eager ulp</th><th>node</th><th>op</th><th>source</th><th>module</th></tr></thead><tbody>\n";
+    const std::string dash = "<td class=\"n muted\">&ndash;</td>";
     for (size_t i : r.ranking) {
       const NodeError& n = r.nodes[i];
-      s += fmt::format("<tr{}>{}{}<td>{}</td><td class=\"mono\">{}</td><td class=\"mono brk\">{}</td><td class=\"mono\">{}</td></tr>\n",
+      const bool compiled = n.compiled_local_relative >= 0;
+      s += fmt::format("<tr{}>{}{}{}{}{}<td>{}</td><td class=\"mono\">{}</td><td class=\"mono brk\">{}</td><td class=\"mono\">{}</td></tr>\n",
                        culprit.count(n.name) ? " class=\"is-culprit\"" : "",
-                       n.compiled_local_ulp < 0 ? "<td class=\"n muted\">&ndash;</td>" : num_cell(n.compiled_local_ulp, ulp(n.compiled_local_ulp)),
+                       compiled ? num_cell(n.compiled_local_relative, num(n.compiled_local_relative)) : dash,
+                       num_cell(n.local_relative, num(n.local_relative)),
+                       compiled ? num_cell(n.compiled_vs_eager, fmt::format("{:.3g}&times;", n.compiled_vs_eager)) : dash,
+                       n.compiled_local_ulp < 0 ? dash : num_cell(n.compiled_local_ulp, ulp(n.compiled_local_ulp)),
                        num_cell(n.local_ulp, ulp(n.local_ulp)), node_link(n.name), esc(n.target), esc(n.source), esc(n.module_path));
     }
     s += "</tbody></table></div>\n";
@@ -934,7 +964,7 @@ std::string to_html(const DiffResult& r, const HtmlOptions& o) {
     culprit.insert(r.localization->culprit.nodes.begin(), r.localization->culprit.nodes.end());
     suspects.insert(r.localization->exploded_suspects.begin(), r.localization->exploded_suspects.end());
   }
-  const char* verdict = graph_failed ? "COMPILER FAILED" : r.diverged ? "DIVERGED" : "AGREE";
+  const char* verdict = graph_failed ? "COMPILER FAILED" : r.diverged ? "DIVERGED" : r.suspicious ? "SUSPICIOUS" : "AGREE";
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   h += fmt::format("<title>pt2diff: {} &middot; {}</title>\n<style>{}</style>\n</head>\n<body>\n", verdict, esc(r.graph), kCss);

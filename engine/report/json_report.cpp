@@ -20,7 +20,16 @@ json metrics(const Metrics& m) {
   return {{"exact_kind", m.exact_kind}, {"numel", m.numel}, {"max_abs", number(m.max_abs)}, {"max_rel", number(m.max_rel)},
           {"rmse", number(m.rmse)}, {"max_ulp", number(m.max_ulp)}, {"cosine", number(m.cosine)}, {"nan", m.nan}, {"inf", m.inf},
           {"mismatches", m.mismatches}, {"worst_index", m.worst_index}, {"worst_value", number(m.worst_value)},
-          {"worst_reference", number(m.worst_reference)}};
+          {"worst_reference", number(m.worst_reference)}, {"ref_rms", number(m.ref_rms)}, {"ref_max_abs", number(m.ref_max_abs)},
+          {"relative_rmse", m.exact_kind ? json(nullptr) : number(relative_rmse(m))}, {"unit_roundoff", m.unit_roundoff}};
+}
+
+/// A verdict's level, its ratio to eager and its blind spot (null when the rule sees a 1% error).
+void level_json(const Verdict& v, json& j) {
+  j["level"] = level_name(v.level);
+  j["error_ratio"] = number(v.error_ratio);
+  j["blind_spot"] = v.blind_spot.empty() ? json(nullptr) : json(v.blind_spot);
+  j["blind_detail"] = v.blind_detail;
 }
 
 /// One value of a node: its metrics when it was compared (compiled local ones only where the exploded compile ran).
@@ -43,6 +52,9 @@ json nodes_json(const DiffResult& r) {
     nodes.push_back({{"name", n.name}, {"op", n.target}, {"source", n.source}, {"module_path", n.module_path},
                      {"local_ulp", number(n.local_ulp)},
                      {"compiled_local_ulp", n.compiled_local_ulp < 0 ? json(nullptr) : number(n.compiled_local_ulp)},
+                     {"local_relative", number(n.local_relative)},
+                     {"compiled_local_relative", n.compiled_local_relative < 0 ? json(nullptr) : number(n.compiled_local_relative)},
+                     {"compiled_vs_eager", n.compiled_local_relative < 0 ? json(nullptr) : number(n.compiled_vs_eager)},
                      {"values", values}});
   }
   return nodes;
@@ -50,10 +62,13 @@ json nodes_json(const DiffResult& r) {
 
 json outputs_json(const DiffResult& r) {
   json outputs = json::array();
-  for (const OutputVerdict& o : r.outputs)
-    outputs.push_back({{"name", o.name}, {"role", o.role}, {"pass", o.verdict.pass}, {"reason", o.verdict.reason},
-                       {"detail", o.verdict.detail}, {"compiled_to_fp64", metrics(o.compiled_to_fp64)},
-                       {"eager_to_fp64", metrics(o.eager_to_fp64)}});
+  for (const OutputVerdict& o : r.outputs) {
+    json jo = {{"name", o.name}, {"role", o.role}, {"pass", o.verdict.pass}, {"reason", o.verdict.reason},
+               {"detail", o.verdict.detail}, {"compiled_to_fp64", metrics(o.compiled_to_fp64)},
+               {"eager_to_fp64", metrics(o.eager_to_fp64)}};
+    level_json(o.verdict, jo);
+    outputs.push_back(std::move(jo));
+  }
   return outputs;
 }
 
@@ -67,18 +82,23 @@ json compiles_json(const DiffResult& r) {
 
 json probes_json(const Localization& l) {
   json probes = json::array();
-  for (const Probe& p : l.probes)
-    probes.push_back({{"phase", phase_name(p.phase)}, {"region", p.region}, {"begin", p.begin}, {"end", p.end}, {"fails", p.fails},
-                      {"value", p.value}, {"reason", p.verdict.reason}, {"detail", p.verdict.detail}, {"failure", failure_kind_name(p.failure)},
-                      {"compiled", p.compiled}, {"seconds", p.seconds}});
+  for (const Probe& p : l.probes) {
+    json jp = {{"phase", phase_name(p.phase)}, {"region", p.region}, {"begin", p.begin}, {"end", p.end}, {"fails", p.fails},
+               {"value", p.value}, {"reason", p.verdict.reason}, {"detail", p.verdict.detail}, {"failure", failure_kind_name(p.failure)},
+               {"compiled", p.compiled}, {"seconds", p.seconds}};
+    level_json(p.verdict, jp);
+    probes.push_back(std::move(jp));
+  }
   return probes;
 }
 
 json culprit_json(const Culprit& c) {
-  return {{"kind", culprit_kind_name(c.kind)}, {"conclusion", culprit_conclusion_name(c.conclusion)}, {"summary", c.summary}, {"nodes", c.nodes}, {"ops", c.ops},
+  json j = {{"kind", culprit_kind_name(c.kind)}, {"conclusion", culprit_conclusion_name(c.conclusion)}, {"summary", c.summary}, {"nodes", c.nodes}, {"ops", c.ops},
           {"sources", c.sources}, {"module_paths", c.module_paths}, {"value", c.value},
           {"reason", c.verdict.reason}, {"detail", c.verdict.detail},
           {"compiled_to_fp64", metrics(c.compiled_to_fp64)}, {"eager_to_fp64", metrics(c.eager_to_fp64)}};
+  level_json(c.verdict, j);
+  return j;
 }
 
 /// The hints with all their notes and their evidence as an object.
@@ -152,7 +172,8 @@ json kernels_json(const KernelTable& t) {
 
 json tolerance_json(const ToleranceRule& rule) {
   return {{"rule", rule_name(rule)}, {"tol", rule.tol}, {"fp32_multiplier", rule.fp32_multiplier},
-          {"low_precision_multiplier", rule.low_precision_multiplier}, {"small_tensor_multipliers", rule.small_tensor_multipliers}};
+          {"low_precision_multiplier", rule.low_precision_multiplier}, {"small_tensor_multipliers", rule.small_tensor_multipliers},
+          {"suspicious_ratio", rule.suspicious_ratio}};
 }
 }  // namespace
 
@@ -171,6 +192,9 @@ std::string to_json(const DiffResult& r) {
                          {"peak_gpu_bytes", r.devices.peak_gpu_bytes}}},
             {"tolerance", tolerance_json(r.rule)},
             {"verdict", graph_failed ? "compiler_failed" : r.diverged ? "diverged" : "agree"},
+            {"level", level_name(result_level(r))},
+            {"suspicious", r.suspicious},
+            {"fail_on_suspicious", r.fail_on_suspicious},
             {"compiled_failed", r.compiled_failed},
             {"compiles", compiles_json(r)},
             {"kernels", kernels_json(r.kernels)},

@@ -14,14 +14,25 @@ std::string to_summary(const DiffResult& r) {
       if (!c.ok) out += fmt::format("the {} compile failed ({}): {}\n", c.what, failure_kind_name(c.failure), c.message);
   }
   size_t failing = 0;
+  std::string notes;  // suspicious and vacuous outputs: said whether the run fails or not
   for (const OutputVerdict& o : r.outputs) {
-    if (o.verdict.pass) continue;
+    const Verdict& v = o.verdict;
+    if (v.level == Level::Suspicious) {
+      notes += fmt::format("output {} is suspicious: it passes ({}), but compiled is {:.3g}x farther from fp64 than eager (RMSE {:.3g} vs "
+                           "{:.3g}; --suspicious-ratio {:g})\n",
+                           o.name, v.reason, v.error_ratio, v.rmse_result, v.rmse_eager, r.rule.suspicious_ratio);
+      if (r.fail_on_suspicious) ++failing;
+    }
+    if (!v.blind_spot.empty())
+      notes += fmt::format("output {}: the verdict is vacuous ({}): {}; try --rule relative\n", o.name, v.blind_spot, v.blind_detail);
+    if (v.pass) continue;
     ++failing;
-    out += fmt::format("output {} diverges ({}): {}\n", o.name, o.verdict.reason, o.verdict.detail);
+    out += fmt::format("output {} diverges ({}): {}\n", o.name, v.reason, v.detail);
   }
+  out += notes;
   if (!failing && !r.compiled_failed) {
     return fmt::format("agrees: {} output{} of {} pass rule {} (tol {:g}) with {}\n", r.outputs.size(), r.outputs.size() == 1 ? "" : "s",
-                       r.graph, rule_name(r.rule), r.rule.tol, r.compiled);
+                       r.graph, rule_name(r.rule), r.rule.tol, r.compiled) + notes;
   }
   if (r.localization) {
     const Localization& l = *r.localization;
@@ -44,7 +55,19 @@ std::string to_summary(const DiffResult& r) {
   return out;
 }
 
+Level result_level(const DiffResult& r) {
+  if (r.diverged || r.compiled_failed) return Level::Fail;
+  return r.suspicious ? Level::Suspicious : Level::Pass;
+}
+
+bool counts_as_failing(const DiffResult& r) {
+  return r.diverged || r.compiled_failed || (r.fail_on_suspicious && r.suspicious);
+}
+
 std::string to_failure_message(const DiffResult& r) {
+  if (!r.diverged && !r.compiled_failed && r.suspicious)
+    return "pt2diff: the compiled graph is suspicious: farther from fp64 than eager by the suspicious ratio or more "
+           "(--fail-on-suspicious)\n" + to_summary(r);
   return "pt2diff: the compiled graph does not agree with the reference\n" + to_summary(r);
 }
 

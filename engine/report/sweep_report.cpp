@@ -45,11 +45,14 @@ std::string sweep_to_text(const SweepResult& s) {
   out += header;
   for (const SweepPoint& p : s.points) {
     std::string row = fmt::format("  {:>10.3g} {:>5} ", p.tol, multiplier_label(p.multiplier));
-    for (const Verdict& v : p.outputs) row += fmt::format(" {:>4}", v.pass ? "pass" : "FAIL");
+    for (const Verdict& v : p.outputs)
+      row += fmt::format(" {:>4}", v.level == Level::Pass ? "pass" : v.level == Level::Suspicious ? "SUSP" : "FAIL");
     row += fmt::format("  {:>10} {:>10}  {}", p.local_failures, p.propagated_failures, p.first_diverging.empty() ? "-" : p.first_diverging);
     if (p.localization) row += fmt::format("  [localized: {}]", culprit_label(p));
     out += row + "\n";
   }
+  out += fmt::format("(SUSP: suspicious, the rule passes but compiled is {:g}x or more farther from fp64 than eager)\n",
+                     r.rule.suspicious_ratio);
   out += "\noutputs (o#) and the smallest tolerance at which each passes";
   out += s.multipliers.size() > 1 ? fmt::format(" (multiplier {}):\n", fmt::join(s.multipliers, " / ")) : ":\n";
   for (size_t i = 0; i < r.outputs.size(); ++i) {
@@ -63,12 +66,12 @@ std::string sweep_to_text(const SweepResult& s) {
 }
 
 std::string sweep_to_csv(const SweepResult& s) {
-  std::string out = "tol,multiplier,output,pass,reason,local_failures,propagated_failures,first_diverging,culprit\n";
+  std::string out = "tol,multiplier,output,pass,reason,local_failures,propagated_failures,first_diverging,culprit,level\n";
   for (const SweepPoint& p : s.points)
     for (size_t i = 0; i < p.outputs.size(); ++i)
-      out += fmt::format("{:.6g},{},{},{},{},{},{},{},{}\n", p.tol, multiplier_label(p.multiplier), csv(s.run.outputs[i].name),
+      out += fmt::format("{:.6g},{},{},{},{},{},{},{},{},{}\n", p.tol, multiplier_label(p.multiplier), csv(s.run.outputs[i].name),
                          p.outputs[i].pass ? 1 : 0, p.outputs[i].reason, p.local_failures, p.propagated_failures,
-                         csv(p.first_diverging), csv(culprit_label(p)));
+                         csv(p.first_diverging), csv(culprit_label(p)), level_name(p.outputs[i].level));
   return out;
 }
 
@@ -76,11 +79,15 @@ std::string sweep_to_json(const SweepResult& s) {
   json points = json::array();
   for (const SweepPoint& p : s.points) {
     json outputs = json::array();
-    for (const Verdict& v : p.outputs) outputs.push_back({{"pass", v.pass}, {"reason", v.reason}, {"detail", v.detail}});
+    for (const Verdict& v : p.outputs)
+      outputs.push_back({{"pass", v.pass}, {"level", level_name(v.level)}, {"reason", v.reason}, {"detail", v.detail},
+                         {"error_ratio", std::isfinite(v.error_ratio) ? json(v.error_ratio) : json("Infinity")},
+                         {"blind_spot", v.blind_spot.empty() ? json(nullptr) : json(v.blind_spot)}});
     json jp = {{"tol", p.tol},
                {"multiplier", p.multiplier > 0 ? json(p.multiplier) : json(nullptr)},
                {"outputs", outputs},
                {"failing_outputs", p.failing_outputs},
+               {"suspicious_outputs", p.suspicious_outputs},
                {"local_failures", p.local_failures},
                {"propagated_failures", p.propagated_failures},
                {"first_diverging", p.first_diverging.empty() ? json(nullptr) : json(p.first_diverging)}};
@@ -100,7 +107,7 @@ std::string sweep_to_json(const SweepResult& s) {
   json multipliers = json::array();
   for (double m : s.multipliers) multipliers.push_back(m > 0 ? json(m) : json(nullptr));
   json j = {{"graph", s.run.graph},       {"inputs", s.run.inputs},     {"compiled", s.run.compiled},
-            {"rule", rule_name(s.run.rule)}, {"multipliers", multipliers}, {"outputs", outputs},
+            {"rule", rule_name(s.run.rule)}, {"suspicious_ratio", s.run.rule.suspicious_ratio}, {"multipliers", multipliers}, {"outputs", outputs},
             {"points", points},           {"compiles", s.compiles},     {"run_seconds", s.run_seconds},
             {"judge_seconds", s.judge_seconds}, {"localize_seconds", s.localize_seconds}};
   return j.dump(1) + "\n";

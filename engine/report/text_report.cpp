@@ -1,4 +1,6 @@
 // engine/report/text_report.cpp — the readable report: outputs first, then where error comes from.
+#include <cctype>
+#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -39,17 +41,38 @@ void compiles_block(std::string& out, const DiffResult& r) {
   line(out, "");
 }
 
-/// Each graph output's verdict, with its RMSE and max ulp to fp64 on both sides.
+/// "PASS", "SUSPICIOUS", "FAIL".
+std::string level_label(Level level) {
+  std::string label = level_name(level);
+  for (char& c : label) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return label;
+}
+
+std::string ratio(double v) { return std::isinf(v) ? "inf" : v >= 100 ? fmt::format("{:.0f}x", v) : fmt::format("{:.3g}x", v); }
+
+/// The lines under an output (or a culprit) for its level and its blind spot.
+void level_notes(std::string& out, const Verdict& v, const ToleranceRule& rule, const char* indent) {
+  if (v.level == Level::Suspicious)
+    line(out, fmt::format("{}suspicious: the rule passes, but compiled is {} farther from fp64 than eager (RMSE {} vs {}; "
+                          "--suspicious-ratio {:g})",
+                          indent, ratio(v.error_ratio), num(v.rmse_result), num(v.rmse_eager), rule.suspicious_ratio));
+  if (!v.blind_spot.empty())
+    line(out, fmt::format("{}vacuous ({}): rule {} cannot see a 1% error in this output ({}); --rule relative judges it at its scale",
+                          indent, v.blind_spot, rule_name(rule), v.blind_detail));
+}
+
+/// Each graph output's level, with its RMSE and max ulp to fp64 on both sides and their ratio.
 void outputs_block(std::string& out, const DiffResult& r) {
-  line(out, "outputs (compiled vs eager, fp64 as referee; RMSE to fp64):");
+  line(out, "outputs (compiled vs eager, fp64 as referee; RMSE to fp64 and their ratio, compiled / eager):");
   for (const OutputVerdict& o : r.outputs) {
     if (o.verdict.reason == "no_compiled_value") {
-      line(out, fmt::format("  {:<5} {:<20} {:<20} eager {}  (no compiled value)", "FAIL", o.name, o.verdict.reason, num(o.eager_to_fp64.rmse)));
+      line(out, fmt::format("  {:<10} {:<20} {:<20} eager {}  (no compiled value)", "FAIL", o.name, o.verdict.reason, num(o.eager_to_fp64.rmse)));
       continue;
     }
-    line(out, fmt::format("  {:<5} {:<20} {:<20} compiled {}  eager {}  max ulp compiled {} eager {}   {}", o.verdict.pass ? "PASS" : "FAIL",
-                          o.name, o.verdict.reason, num(o.compiled_to_fp64.rmse), num(o.eager_to_fp64.rmse), ulp(o.compiled_to_fp64.max_ulp),
-                          ulp(o.eager_to_fp64.max_ulp), o.verdict.detail));
+    line(out, fmt::format("  {:<10} {:<20} {:<20} compiled {}  eager {}  ratio {}  max ulp compiled {} eager {}   {}",
+                          level_label(o.verdict.level), o.name, o.verdict.reason, num(o.compiled_to_fp64.rmse), num(o.eager_to_fp64.rmse),
+                          ratio(o.verdict.error_ratio), ulp(o.compiled_to_fp64.max_ulp), ulp(o.eager_to_fp64.max_ulp), o.verdict.detail));
+    level_notes(out, o.verdict, r.rule, "             ");
   }
   line(out, "");
 }
@@ -62,8 +85,8 @@ void culprit_lines(std::string& out, const Localization& l) {
     line(out, fmt::format("    {:<14} {:<32} {}{}", c.nodes[i], c.ops[i], c.sources[i],
                           c.module_paths[i].empty() ? "" : "  [" + c.module_paths[i] + "]"));
   if (named(c))
-    line(out, fmt::format("    {}: compiled RMSE to fp64 {}, eager {}; {}", c.value, num(c.compiled_to_fp64.rmse), num(c.eager_to_fp64.rmse),
-                          c.verdict.reason));
+    line(out, fmt::format("    {}: compiled RMSE to fp64 {}, eager {} (ratio {}); {}, {}", c.value, num(c.compiled_to_fp64.rmse),
+                          num(c.eager_to_fp64.rmse), ratio(c.verdict.error_ratio), level_name(c.verdict.level), c.verdict.reason));
   if (!l.exploded_suspects.empty())
     line(out, fmt::format("  exploded compile flagged: {} ({})", fmt::join(l.exploded_suspects, ", "),
                           l.exploded_agrees ? "agrees with the bisection" : "the bisection found otherwise"));
@@ -88,7 +111,8 @@ void repro_and_probe_lines(std::string& out, const Localization& l) {
     line(out, "  (--repro DIR writes this culprit as a standalone archive with its inputs and the command to run)");
   line(out, "  probes:");
   for (const Probe& p : l.probes)
-    line(out, fmt::format("    {:<18} {:<44} {:<5} {:<20} {}{:.2f} s", phase_name(p.phase), p.region, p.fails ? "FAIL" : "pass",
+    line(out, fmt::format("    {:<18} {:<44} {:<10} {:<20} {}{:.2f} s", phase_name(p.phase), p.region,
+                          p.fails ? level_label(p.verdict.level) : level_name(p.verdict.level),
                           p.failure ? failure_kind_name(*p.failure) : p.verdict.reason, p.compiled ? "compiled, " : "", p.seconds));
 }
 
@@ -101,16 +125,22 @@ void localization_block(std::string& out, const Localization& l) {
   line(out, "");
 }
 
-/// The nodes that introduce the most local error, worst first.
+/// The nodes where the compiler adds the most error, at each value's scale, worst first.
 void ranking_block(std::string& out, const DiffResult& r) {
   if (r.ranking.empty()) {
     line(out, "no node introduces error: every local result is exact");
   } else {
-    line(out, "nodes introducing the most error (local: the node alone on fp64 inputs rounded to its dtypes; ulp compiled / eager):");
+    line(out, "nodes introducing the most error (local: the node alone on fp64 inputs rounded to its dtypes; rel: RMSE / RMS(fp64);");
+    line(out, "sorted by how many times eager's error the compiled one is):");
+    line(out, fmt::format("  {:>9} {:>9} {:>8} {:>17}  {:<14} {:<32} {}", "comp rel", "eager rel", "ratio", "max ulp comp/eager", "node", "op",
+                          "source"));
     for (size_t i : r.ranking) {
       const NodeError& n = r.nodes[i];
-      line(out, fmt::format("  {:>8} / {:>8} ulp  {:<14} {:<32} {}{}", n.compiled_local_ulp < 0 ? "-" : ulp(n.compiled_local_ulp),
-                            ulp(n.local_ulp), n.name, n.target, n.source, n.module_path.empty() ? "" : "  [" + n.module_path + "]"));
+      const bool compiled = n.compiled_local_relative >= 0;
+      line(out, fmt::format("  {:>9} {:>9} {:>8} {:>8} / {:>6}  {:<14} {:<32} {}{}", compiled ? num(n.compiled_local_relative) : "-",
+                            num(n.local_relative), compiled ? ratio(n.compiled_vs_eager) : "-",
+                            n.compiled_local_ulp < 0 ? "-" : ulp(n.compiled_local_ulp), ulp(n.local_ulp), n.name, n.target, n.source,
+                            n.module_path.empty() ? "" : "  [" + n.module_path + "]"));
     }
   }
   line(out, "");
@@ -211,7 +241,7 @@ std::string to_text(const DiffResult& r) {
   per_node_block(out, r);
   notes_block(out, r);
   const bool failed = graph_failed(r);
-  const char* verdict = failed ? "COMPILER FAILED" : r.diverged ? "DIVERGED" : "AGREE";
+  const char* verdict = failed ? "COMPILER FAILED" : r.diverged ? "DIVERGED" : r.suspicious ? "SUSPICIOUS" : "AGREE";
   line(out, fmt::format("{}{} ({} nodes, {:.2f} s)", verdict, r.compiled_failed && !failed ? " (a compile failed: see compiles)" : "",
                         r.nodes.size(), r.seconds));
   return out;

@@ -119,6 +119,7 @@ SweepResult sweep(const Program& program, const BoundInputs& inputs, const Sweep
       for (size_t i = 0; i < s.run.outputs.size(); ++i) {
         p.outputs.push_back(judge_output(s.run.outputs[i], s.run.values->outputs[i], rule));
         if (!p.outputs.back().pass) ++p.failing_outputs;
+        if (p.outputs.back().level == Level::Suspicious) ++p.suspicious_outputs;
       }
       for (const NodeError& n : s.run.nodes) {
         bool local_fails = false, propagated_fails = false;
@@ -150,7 +151,7 @@ SweepResult sweep(const Program& program, const BoundInputs& inputs, const Sweep
   if (options.localize && backend->compiles_regions()) {
     start = std::chrono::steady_clock::now();
     for (SweepPoint& p : s.points) {
-      if (!p.failing_outputs) continue;
+      if (!p.failing_outputs && !(options.diff.localize_suspicious && p.suspicious_outputs)) continue;
       DiffOptions at_point = options.diff;
       at_point.rule = rule_at(options.diff.rule, p.tol, p.multiplier);
       at_point.localize.enabled = true;

@@ -69,7 +69,13 @@ struct DiffOptions {
   LocalizeOptions localize;
   /// When localization names a culprit, write it here as a standalone repro (localize.h: Repro).
   std::string repro_dir;
+  /// The rule, with its suspicious ratio (ToleranceRule::suspicious_ratio: --suspicious-ratio).
   ToleranceRule rule;
+  /// Suspicious outputs count as failing (--fail-on-suspicious): exit code 1, testing.h assertions fail.
+  bool fail_on_suspicious = false;
+  /// Localize a suspicious output as a failing one (--localize-suspicious): probes and exploded suspects
+  /// then count suspicious values as failing.
+  bool localize_suspicious = false;
   /// How many nodes the ranking of introduced error lists.
   size_t top = 10;
   /// Keep every node's values (DiffResult::values, values.h) for re-judging later (sweeps): memory grows with

@@ -46,6 +46,13 @@ struct NodeError {
   double local_ulp = 0;
   /// The same for the compiled local error; negative when there is none.
   double compiled_local_ulp = -1;
+  /// The node's worst local error at its values' scale (relative_rmse(): RMSE / RMS(fp64)), eager's and
+  /// the compiled local one (negative when there is none).
+  double local_relative = 0;
+  double compiled_local_relative = -1;
+  /// How many times farther from fp64 the compiled local result is than the eager local one: the largest
+  /// error_ratio() over its values; 0 without a compiled local error. The ranking sorts by it.
+  double compiled_vs_eager = 0;
   /// The exploded compile's result for this node fails the rule against its eager local result
   /// (fp64 as referee): a suspect for localization.
   bool compiled_local_fails = false;
@@ -63,7 +70,7 @@ struct CompileRecord {
 };
 
 struct OutputVerdict {
-  std::string name;
+  std::string name;  ///< verdict.level: pass, suspicious, fail; verdict.blind_spot: a rule blind to 1% here
   std::string role;      ///< "user_output", "buffer_mutation of running_mean", ...
   Verdict verdict;       ///< compiled vs eager, fp64 as referee ("no_compiled_value" when the compiler failed)
   Metrics compiled_to_fp64;
@@ -89,7 +96,9 @@ struct DiffResult {
   RunDevices devices;
   ToleranceRule rule;
   std::vector<NodeError> nodes;       ///< topological order
-  std::vector<size_t> ranking;        ///< indexes into `nodes`, most local error first (at most DiffOptions::top)
+  /// Indexes into `nodes` (at most DiffOptions::top): most compiled_vs_eager first, then most compiled
+  /// local relative error; without an exploded compile, most eager local relative error first.
+  std::vector<size_t> ranking;
   std::vector<OutputVerdict> outputs;
   std::vector<CompileRecord> compiles;
   /// The whole-graph compile's kernels, each buffer judged, from the verdict's own run (kernels.h).
@@ -103,12 +112,20 @@ struct DiffResult {
   /// no localization, whose per-op inputs assume every value is written once).
   std::vector<std::string> warnings;
   bool diverged = false;              ///< some output failed the rule
+  bool suspicious = false;            ///< some output is suspicious (the rule passes, Verdict::level)
+  bool fail_on_suspicious = false;    ///< DiffOptions::fail_on_suspicious: suspicious outputs count as failing
   bool compiled_failed = false;       ///< a compile or compiled run failed (see `compiles`)
   double seconds = 0;
   /// The tensors behind the numbers (pt2diff/values.h, which needs torch): every output's compiled,
   /// eager and fp64 values, and with DiffOptions::keep_values every node's. Copies of a result share them.
   std::shared_ptr<DiffValues> values;
 };
+
+/// The run's level: fail when an output fails (or the compiler failed), suspicious when one is, else pass.
+Level result_level(const DiffResult& result);
+/// Whether the run counts as failing: an output fails, the compiler failed, or an output is suspicious
+/// and fail_on_suspicious. What the CLI's exit code 1 and testing.h's assertions mean.
+bool counts_as_failing(const DiffResult& result);
 
 /// The readable report.
 std::string to_text(const DiffResult& result);

@@ -28,7 +28,8 @@ struct SweepOptions {
   /// The multiplier axis: each value replaces both the fp32 and the low-precision multiplier of the
   /// same() rule. Empty: the rule's own multipliers only.
   std::vector<double> multipliers;
-  /// Localize at every point where an output fails (probes' compiles are shared between points).
+  /// Localize at every point where an output fails (probes' compiles are shared between points), and
+  /// with `diff.localize_suspicious` where one is suspicious.
   bool localize = false;
 };
 
@@ -37,6 +38,7 @@ struct SweepPoint {
   double multiplier = 0;               ///< 0: the rule's own multipliers
   std::vector<Verdict> outputs;        ///< one per SweepResult::run.outputs
   size_t failing_outputs = 0;
+  size_t suspicious_outputs = 0;       ///< outputs the rule passes at this point whose level is suspicious
   /// Nodes whose compiled local result (exploded compile) fails the rule against their eager local
   /// result, fp64 as referee: where the compiler introduces error beyond this tolerance.
   size_t local_failures = 0;

@@ -6,6 +6,7 @@
 //   TEST(Accuracy, ModelCompilesFaithfully) {
 //     pt2diff::Program program = pt2diff::load_program("model.pt2");
 //     pt2diff::DiffOptions options;                  // Inductor on CPU, the same() rule at tol 1e-3
+//     options.fail_on_suspicious = true;             // also fail 100x farther from fp64 than eager
 //     EXPECT_TRUE(pt2diff::agrees_with_reference(program, options));   // the archive's sample inputs
 //     EXPECT_TRUE(pt2diff::agrees_with_reference("model.pt2", "inputs.pt", options));
 //   }
@@ -27,12 +28,14 @@
 
 namespace pt2diff {
 
-/// Runs diff() on `inputs`; success when no output diverges and the compiler did not fail.
+/// Runs diff() on `inputs`; success when no output diverges, the compiler did not fail and, with
+/// DiffOptions::fail_on_suspicious, no output is suspicious (counts_as_failing()). Suspicious and vacuous
+/// outputs are named in the message either way.
 inline ::testing::AssertionResult agrees_with_reference(const Program& program, const BoundInputs& inputs,
                                                         const DiffOptions& options = {}) {
   try {
     const DiffResult r = diff(program, inputs, options);
-    if (!r.diverged && !r.compiled_failed) return ::testing::AssertionSuccess() << to_summary(r);
+    if (!counts_as_failing(r)) return ::testing::AssertionSuccess() << to_summary(r);
     return ::testing::AssertionFailure() << to_failure_message(r);
   } catch (const Error& e) {
     return ::testing::AssertionFailure() << "pt2diff: " << e.what();

@@ -31,11 +31,15 @@ Options are keyword arguments named after the CLI's flags (``--no-exploded`` is 
     seed                      --seed              seed of random_inputs and of every run's generators (0)
     max_memory                --max-memory        refuse runs estimated above this: bytes, "16G", "none"
                                                   (None: the memory available)
-    rule                      --rule              same, allclose, ulp:N, cosine[:C] ("same")
+    rule                      --rule              same, allclose, ulp:N, cosine[:C], relative ("same")
     tol                       --tol               the rule's tolerance (1e-3); for sweep the grid, "LO:HI:N" or a list
     fp32_multiplier           --fp32-multiplier   RMSE multiplier for fp32 outputs (2.0)
     low_precision_multiplier  --low-precision-multiplier   the same for fp16/bf16 and small outputs (3.0)
     small_tensor_multipliers  --small-tensor-multipliers   8 for numel <= 500, 10 for numel <= 10 (False)
+    suspicious_ratio          --suspicious-ratio  an output the rule passes is "suspicious" when its RMSE to fp64 is
+                                                  this many times eager's or more (100; 0: never; docs/verdicts.md)
+    fail_on_suspicious        --fail-on-suspicious  diff: suspicious outputs make ``agrees`` False (False)
+    localize_suspicious       --localize-suspicious  localize a suspicious output as a failing one (False)
     exploded                  --no-exploded       the exploded compile, every op alone (True)
     kernel_map                --no-kernel-map     observe and judge the compiled code's buffers (True)
     localize                  --no-localize       bisect the graph when an output diverges (True; sweep: --localize,
@@ -80,10 +84,11 @@ _COMPILER_OPTIONS = {"compiled": "inductor", "device": None, "reference_device":
                      "inductor_config": (), "matmul_precision": None, "no_tf32": False, "timeout": 900.0,
                      "worker_python": None, "inductor_cache": None}
 _RULE_OPTIONS = {"rule": "same", "tol": 1e-3, "fp32_multiplier": 2.0, "low_precision_multiplier": 3.0,
-                 "small_tensor_multipliers": False}
-_SEARCH_OPTIONS = {"exploded": True, "kernel_map": True, "localize": True, "bisect": "binary", "max_compiles": 64, "repeats": 2, "top": 10,
-                   "repro": None}
-_DIFF_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, **_SEARCH_OPTIONS, "progress": True}
+                 "small_tensor_multipliers": False, "suspicious_ratio": _pt2diff.DEFAULT_SUSPICIOUS_RATIO}
+_SEARCH_OPTIONS = {"exploded": True, "kernel_map": True, "localize": True, "localize_suspicious": False, "bisect": "binary",
+                   "max_compiles": 64, "repeats": 2, "top": 10, "repro": None}
+_DIFF_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, **_SEARCH_OPTIONS, "fail_on_suspicious": False,
+                 "progress": True}
 _EXPLAIN_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, "progress": True}
 _SWEEP_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, "tol": "1e-7:1e-1:13", "multiplier": (),
                   "localize": False, "exploded": True, "progress": True}

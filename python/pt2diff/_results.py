@@ -14,7 +14,8 @@ from typing import Any, NamedTuple
 
 # Fields the reports write as numbers, or as "NaN"/"Infinity"/"-Infinity" where they are not finite.
 _NUMERIC = frozenset({"max_abs", "max_rel", "rmse", "max_ulp", "cosine", "worst_value", "worst_reference",
-                      "local_ulp", "compiled_local_ulp"})
+                      "local_ulp", "compiled_local_ulp", "ref_rms", "ref_max_abs", "relative_rmse", "error_ratio",
+                      "local_relative", "compiled_local_relative", "compiled_vs_eager"})
 _NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 
 
@@ -105,8 +106,9 @@ class OutputValues(NamedTuple):
 class DiffResult(Record):
     """What :func:`pt2diff.diff` found: the fields of the CLI's ``--json`` report as attributes.
 
-    The main ones: ``verdict`` ("agree", "diverged", "compiler_failed"), ``outputs`` (per output: ``name``,
-    ``role``, ``pass``, ``reason``, ``detail``, ``compiled_to_fp64`` and ``eager_to_fp64`` metrics),
+    The main ones: ``verdict`` ("agree", "diverged", "compiler_failed"), ``level`` ("pass", "suspicious",
+    "fail"), ``outputs`` (per output: ``name``, ``role``, ``pass``, ``level``, ``reason``, ``detail``,
+    ``error_ratio``, ``blind_spot``, ``compiled_to_fp64`` and ``eager_to_fp64`` metrics),
     ``nodes`` (per node: ``name``, ``op``, ``source``, ``module_path``, ``local_ulp``, ``values`` with their
     ``local``, ``propagated`` and ``compiled_local`` metrics), ``ranking``, ``compiles``, ``localization``
     (``culprit``, ``hints``, ``probes``, ``repro``; None when none ran), ``tolerance``, ``warnings``.
@@ -129,9 +131,20 @@ class DiffResult(Record):
         return self._native.compiled_failed
 
     @property
+    def suspicious(self) -> bool:
+        """Some output passes the rule but is at least ``suspicious_ratio`` times farther from fp64 than eager."""
+        return self["suspicious"]
+
+    @property
     def agrees(self) -> bool:
-        """No output diverges and the compiler did not fail: what assert_agrees asserts."""
-        return not self.diverged and not self.compiled_failed
+        """No output diverges, the compiler did not fail, and (with ``fail_on_suspicious``) none is
+        suspicious: what assert_agrees asserts."""
+        return not self.diverged and not self.compiled_failed and not (self["fail_on_suspicious"] and self.suspicious)
+
+    @property
+    def suspicious_outputs(self) -> list:
+        """The outputs whose level is "suspicious"."""
+        return [o for o in self.outputs if o["level"] == "suspicious"]
 
     @property
     def failing_outputs(self) -> list:

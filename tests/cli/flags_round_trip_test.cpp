@@ -23,6 +23,7 @@ DiffOptions parse(const Program& program, const std::vector<std::string>& args) 
   inputs.add_to(app);
   compiler.add_to(app);
   rule.add_to(app);
+  rule.add_exit_code_to(app);
   search.add_to(app);
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a vector back to front
   app.parse(reversed);
@@ -46,6 +47,9 @@ void expect_same(const DiffOptions& a, const DiffOptions& b) {
   EXPECT_EQ(a.rule.fp32_multiplier, b.rule.fp32_multiplier);
   EXPECT_EQ(a.rule.low_precision_multiplier, b.rule.low_precision_multiplier);
   EXPECT_EQ(a.rule.small_tensor_multipliers, b.rule.small_tensor_multipliers);
+  EXPECT_EQ(a.rule.suspicious_ratio, b.rule.suspicious_ratio);
+  EXPECT_EQ(a.fail_on_suspicious, b.fail_on_suspicious);
+  EXPECT_EQ(a.localize_suspicious, b.localize_suspicious);
   EXPECT_EQ(a.exploded, b.exploded);
   EXPECT_EQ(a.localize.enabled, b.localize.enabled);
   EXPECT_EQ(a.localize.search, b.localize.search);
@@ -75,6 +79,8 @@ TEST(FlagsRoundTrip, EveryOptionIsWrittenBackAndParsesTheSame) {
        "--gpu-memory", "40G"},
       {"--compiled", "eager", "--device", "cuda", "--reference-device", "cuda", "--gpu-memory", "none"},
       {"--compiled", "external:python3 my worker.py --flag", "--device", "cuda", "--rule", "cosine:0.95"},
+      {"--rule", "relative", "--suspicious-ratio", "250", "--fail-on-suspicious", "--localize-suspicious"},
+      {"--suspicious-ratio", "0"},
   };
   for (const auto& args : cases) {
     const DiffOptions first = parse(program, args);

@@ -1,6 +1,9 @@
 // tests/engine/diff_test.cpp — the main job on fixtures: streamed per-node errors and their ranking.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "../test_support.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/program.h"
@@ -19,18 +22,26 @@ DiffResult run(const std::string& name) {
   return diff(p, bind_inputs(p, load_inputs(fixture(testing::base_name(name) + "_inputs.pt"))), o);
 }
 
-TEST(Diff, Bf16BlockBlamesTheBf16MatmulFirst) {
+TEST(Diff, Bf16BlockErrorIsBf16RoundingAtScale) {
   DiffResult r = run("bf16_block");
   ASSERT_FALSE(r.ranking.empty());
-  const NodeError& top = r.nodes[r.ranking.front()];
-  EXPECT_EQ(top.name, "matmul");
-  EXPECT_NE(top.source.find("make_fixtures.py:"), std::string::npos);
+  // In ulp the bf16 matmul looks worst (elements near zero have tiny ulps) ...
+  const NodeError& most_ulp = *std::max_element(r.nodes.begin(), r.nodes.end(),
+                                                 [](const NodeError& a, const NodeError& b) { return a.local_ulp < b.local_ulp; });
+  EXPECT_EQ(most_ulp.name, "matmul");
+  EXPECT_NE(most_ulp.source.find("make_fixtures.py:"), std::string::npos);
+  EXPECT_GT(most_ulp.local_ulp, 10);
+  // ... yet at each value's scale every node is within bf16's rounding (unit roundoff 2^-8), so the
+  // ranking, which sorts by relative error, does not single it out: compiled = eager, no ratio above 1.
+  for (const NodeError& n : r.nodes) {
+    EXPECT_LE(n.local_relative, std::ldexp(1.0, -8)) << n.name;
+    EXPECT_LE(n.compiled_vs_eager, 1) << n.name;
+  }
   // A correctly rounded bf16 op introduces at most half an ulp: casts and elementwise ops stay low.
   for (const NodeError& n : r.nodes)
     if (n.target == "aten.to.dtype") {
       EXPECT_LE(n.local_ulp, 0.5) << n.name;
     }
-  EXPECT_GT(top.local_ulp, 10);
   EXPECT_FALSE(r.diverged);  // compiled = eager agrees with itself
   EXPECT_NE(std::find(r.fixups.begin(), r.fixups.end(), "aten.to.dtype: dtype bfloat16 -> float64"), r.fixups.end());
 }

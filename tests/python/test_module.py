@@ -125,6 +125,26 @@ class JsonMatchesCli(unittest.TestCase):
         self.assertEqual(r.verdict, "diverged")
         self.assertEqual(len(r.ranking), 3)
 
+    def test_suspicious_level(self):
+        # fc2 scaled by 1 + 2e-4: the rule passes, the output is far farther from fp64 than eager.
+        sub_tolerance = "fault:linear#2:scale=2e-4"
+        r = self.check("mlp", sub_tolerance, "--localize-suspicious", localize_suspicious=True)
+        self.assertEqual(r.level, "suspicious")
+        self.assertTrue(r.suspicious and r.agrees and r.outputs[0].pass_)
+        self.assertEqual([o.name for o in r.suspicious_outputs], [r.outputs[0].name])
+        self.assertGreaterEqual(r.outputs[0].error_ratio, 100)
+        self.assertEqual(r.culprit.nodes, ["linear_1"])
+        self.assertEqual(r.culprit.level, "suspicious")
+        strict = self.check("mlp", sub_tolerance, "--fail-on-suspicious", fail_on_suspicious=True)
+        self.assertFalse(strict.agrees)
+        with self.assertRaises(AssertionError) as caught:
+            assert_agrees(fixture("mlp.pt2"), mlp_inputs(), compiled=sub_tolerance, fail_on_suspicious=True)
+        self.assertIn("suspicious", str(caught.exception))
+        self.assertEqual(pt2diff.cli_flags(fixture("mlp.pt2"), compiled=sub_tolerance, suspicious_ratio=50, rule="relative",
+                                           fail_on_suspicious=True, localize_suspicious=True),
+                         ["--compiled", sub_tolerance, "--rule", "relative", "--suspicious-ratio", "50", "--fail-on-suspicious",
+                          "--localize-suspicious"])
+
     def test_program_from_path(self):
         # Loaded from the same file, only the inputs' origin differs.
         r = pt2diff.diff(pt2diff.load(fixture("mlp.pt2")), mlp_inputs(), compiled=FAULT)
