@@ -3,12 +3,15 @@
 that computes one kind of op in lower precision and casts the result back, as a lowering that silently
 drops precision would. PT2DIFF_PLANT chooses which:
 
-  matmul       float32 mm / addmm / bmm computed from inputs rounded to bfloat16
-  matmul_bf16  bfloat16 mm / addmm / bmm (an autocast model's) computed from inputs rounded to float8_e5m2
-  conv         float32 convolutions computed from inputs rounded to bfloat16
-  conv_bf16    bfloat16 convolutions computed from inputs rounded to float8_e5m2
-  lstm         float32 mm / addmm of the decomposed LSTM cell, inputs rounded to bfloat16 (Inductor decomposes
-               aten.lstm before its post-grad passes, so the pass sees the cell's matrix products)
+  matmul       float32 mm / addmm / bmm computed from inputs rounded to float8_e4m3fn
+  matmul_bf16  bfloat16 mm / addmm / bmm (an autocast model's) computed from inputs rounded to float8_e4m3fn
+  conv         float32 convolutions computed from inputs rounded to float8_e4m3fn
+  conv_bf16    bfloat16 convolutions computed from inputs rounded to float8_e4m3fn
+  lstm         float32 mm / addmm of the decomposed LSTM cell, inputs rounded to float8_e4m3fn (Inductor
+               decomposes aten.lstm before its post-grad passes, so the pass sees the cell's matrix products)
+
+(bfloat16 rounding, tests/engine/localize/lowp_matmul_worker.py's bug, stays under the same() rule's
+tolerance on these layer-normed models: an error of a few 1e-3 relative, which the rule accepts.)
 
 Everything else is the real worker. It keeps its own Inductor cache, FX graph cache off, so that no
 kernel compiled without the bug is reused.
@@ -31,11 +34,11 @@ MATMULS = {aten.mm.default, aten.bmm.default, aten.addmm.default}
 CONVS = {aten.convolution.default}
 #: plant -> (targets, dtype of the ops it breaks, the dtype their tensor inputs are rounded to)
 PLANTS = {
-    "matmul": (MATMULS, torch.float32, torch.bfloat16),
-    "matmul_bf16": (MATMULS, torch.bfloat16, torch.float8_e5m2),
-    "conv": (CONVS, torch.float32, torch.bfloat16),
-    "conv_bf16": (CONVS, torch.bfloat16, torch.float8_e5m2),
-    "lstm": (MATMULS, torch.float32, torch.bfloat16),
+    "matmul": (MATMULS, torch.float32, torch.float8_e4m3fn),
+    "matmul_bf16": (MATMULS, torch.bfloat16, torch.float8_e4m3fn),
+    "conv": (CONVS, torch.float32, torch.float8_e4m3fn),
+    "conv_bf16": (CONVS, torch.bfloat16, torch.float8_e4m3fn),
+    "lstm": (MATMULS, torch.float32, torch.float8_e4m3fn),
 }
 
 
@@ -62,7 +65,7 @@ class LowerPrecision(CustomGraphPass):
                                   and a.meta["val"].is_floating_point() else a for a in node.args)
 
     def uuid(self):
-        return f"pt2diff-test-planted-{PLANT}-1"
+        return f"pt2diff-test-planted-{PLANT}-2"
 
 
 targets, dtype, low = PLANTS[PLANT]

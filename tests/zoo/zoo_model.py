@@ -8,9 +8,10 @@ FORM: "" (training IR, MODEL.pt2) and/or "core" (MODEL_core.pt2); default both. 
             --save-outputs` gives eager outputs bit-identical to PyTorch eager (`ep.module()` under
             no_grad, run here now) and fp64 outputs within 1e-12 of each output's scale of the fp64
             reference (fixtures/reference.py: the same graph run by torch.fx in float64).
-  inductor  `pt2diff` with the real Inductor agrees (exit 0: no false alarm), its compiled outputs are
-            bit-identical to torch.compile(ep.module()) under no_grad, and per output it prints
-            RMSE(eager, fp64), RMSE(compiled, fp64) and their ratio, from the JSON report.
+  inductor  `pt2diff` with the real Inductor agrees (exit 0: no false alarm), and per output it prints
+            RMSE(eager, fp64), RMSE(compiled, fp64) and their ratio, from the JSON report. With
+            PT2DIFF_ZOO_TORCH_COMPILE=1 the compiled outputs must also be bit-identical to
+            torch.compile(ep.module()) under no_grad (off in CI: it doubles the check's time).
   planted   tests/zoo/planted_worker.py plays the compiled side: the real Inductor with a post-grad pass
             that computes one kind of op in lower precision (PLANTS below, per model). pt2diff must
             report the divergence (exit 1) and localize it to one op: the first node of that kind in
@@ -116,17 +117,21 @@ def check_inductor(pt2diff, name, graph, inputs_file, tmp):
         e, c = o["eager_to_fp64"]["rmse"], o["compiled_to_fp64"]["rmse"]
         ratio = c / e if e else float("inf") if c else 1.0
         print(f"{name}: output {o['name']}: rmse eager-fp64 {e:.3g}, compiled-fp64 {c:.3g}, ratio {ratio:.3g}")
-    compiled, _, _ = torch.load(saved, weights_only=True)
-    ep, args, _ = eager(graph, inputs_file)
-    torch._dynamo.reset()
-    with torch.no_grad():
-        expected = torch.compile(ep.module())(*args)
-    expected = [t for t in torch.utils._pytree.tree_leaves(expected) if isinstance(t, torch.Tensor)]
-    for i, (got, want) in enumerate(zip(compiled, expected)):
-        same = bit_identical(got, want)
-        print(f"{name}: output {i}: compiled {'bit-identical to torch.compile' if same else f'DIFFERS from torch.compile (max |diff| {max_diff(got, want):.3g})'}")
-        failures += not same
-    return failures + (len(compiled) < len(expected))
+    if os.environ.get("PT2DIFF_ZOO_TORCH_COMPILE"):
+        # Off by default (CI time): torch.compile on each model doubles the check's cost, and the Inductor
+        # backend's bit-identity with torch.compile is tested on every fixture (inductor_agreement.py).
+        compiled, _, _ = torch.load(saved, weights_only=True)
+        ep, args, _ = eager(graph, inputs_file)
+        torch._dynamo.reset()
+        with torch.no_grad():
+            expected = torch.compile(ep.module())(*args)
+        expected = [t for t in torch.utils._pytree.tree_leaves(expected) if isinstance(t, torch.Tensor)]
+        for i, (got, want) in enumerate(zip(compiled, expected)):
+            same = bit_identical(got, want)
+            print(f"{name}: output {i}: compiled {'bit-identical to torch.compile' if same else f'DIFFERS from torch.compile (max |diff| {max_diff(got, want):.3g})'}")
+            failures += not same
+        failures += len(compiled) < len(expected)
+    return failures
 
 
 def check_planted(pt2diff, model, name, graph, inputs_file, tmp):
