@@ -114,19 +114,6 @@ std::vector<c10::IValue> operands_from(const Node& node, size_t first, const Fra
   return out;
 }
 
-/// The position of a node's only subgraph argument; throws when it has none or several.
-size_t body_position(const Node& node, const char* hop) {
-  size_t at = node.inputs.size();
-  for (size_t i = 0; i < node.inputs.size(); ++i)
-    if (node.inputs[i].arg.kind == Argument::Kind::Graph) {
-      if (at != node.inputs.size())
-        throw Error(Error::Kind::BadArchive, fmt::format("node '{}': {} takes one body, got several", node.name, hop));
-      at = i;
-    }
-  if (at == node.inputs.size()) throw Error(Error::Kind::BadArchive, fmt::format("node '{}': {} has no body", node.name, hop));
-  return at;
-}
-
 /// wrap_with_set_grad_enabled(enabled, body, *operands) and invoke_subgraph(body, identifier, *operands):
 /// the body on the operands. pt2diff runs every graph without autograd (inference mode), so a
 /// `torch.no_grad()` / `torch.enable_grad()` region computes what it computes in eager.
@@ -192,22 +179,23 @@ class AutocastGuard {
 
 /// wrap_with_autocast(device_type, dtype, enabled, cache_enabled, body, *operands): a
 /// `torch.autocast` region. The native run runs the body under ATen's autocast for the device and
-/// dtype, so each op is cast by autocast's own op lists, as in eager. The fp64 and widened runs run
-/// it without autocast: its down-casts are what they measure against (a fix-up says so).
+/// dtype (or with it off, for `enabled=False` inside another region), so each op is cast by autocast's
+/// own op lists, as in eager. The fp64 and widened runs run it without autocast: its down-casts are what
+/// they measure against (a fix-up says so).
 class AutocastKernel final : public Kernel {
  public:
   explicit AutocastKernel(AutocastRegion region) : region_(std::move(region)) {}
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
     const Graph& body = *node.inputs[4].arg.as<Subgraph>().graph;
     std::vector<c10::IValue> in = operands_from(node, 5, f, g);
-    if (ctx.precision != Precision::Native || !region_.enabled) {
+    if (ctx.precision != Precision::Native) {
       if (ctx.fixups && region_.enabled)
         ctx.fixups->insert(fmt::format("wrap_with_autocast: autocast to {} ignored (the body runs in float64)", region_.dtype));
       store_all(node, ctx.run_subgraph(body, std::move(in)), f);
       return;
     }
     const Device as_exported{region_.device_type, -1};
-    AutocastGuard guard(run_device(as_exported, ctx).type(), true, dtype_, region_.cache_enabled);
+    AutocastGuard guard(run_device(as_exported, ctx).type(), region_.enabled, dtype_, region_.cache_enabled);
     store_all(node, ctx.run_subgraph(body, std::move(in)), f);
   }
   std::string device_rewrite() const override {

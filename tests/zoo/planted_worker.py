@@ -7,8 +7,6 @@ drops precision would. PT2DIFF_PLANT chooses which:
   matmul_bf16  bfloat16 mm / addmm / bmm (an autocast model's) computed from inputs rounded to float8_e4m3fn
   conv         float32 convolutions computed from inputs rounded to float8_e4m3fn
   conv_bf16    bfloat16 convolutions computed from inputs rounded to float8_e4m3fn
-  lstm         float32 mm / addmm of the decomposed LSTM cell, inputs rounded to float8_e4m3fn (Inductor
-               decomposes aten.lstm before its post-grad passes, so the pass sees the cell's matrix products)
 
 (bfloat16 rounding, tests/engine/localize/lowp_matmul_worker.py's bug, stays under the same() rule's
 tolerance on these layer-normed models: an error of a few 1e-3 relative, which the rule accepts.)
@@ -38,7 +36,6 @@ PLANTS = {
     "matmul_bf16": (MATMULS, torch.bfloat16, torch.float8_e4m3fn),
     "conv": (CONVS, torch.float32, torch.float8_e4m3fn),
     "conv_bf16": (CONVS, torch.bfloat16, torch.float8_e4m3fn),
-    "lstm": (MATMULS, torch.float32, torch.float8_e4m3fn),
 }
 
 

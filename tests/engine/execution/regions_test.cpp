@@ -41,8 +41,10 @@ TEST(AutocastRegions, AreReadFromTheTrainingIrGraph) {
   EXPECT_TRUE(regions[0].enabled);
   EXPECT_EQ(regions[0].depth, 0);
   EXPECT_NE(std::find(regions[0].body_nodes.begin(), regions[0].body_nodes.end(), "linear"), regions[0].body_nodes.end());
-  // autocast(enabled=False) inside it, and a region inside the no_grad block: both nested.
+  // autocast(enabled=False) inside it (its matmul runs in float32), and a region inside the no_grad
+  // block: both nested.
   EXPECT_FALSE(regions[1].enabled);
+  EXPECT_EQ(regions[1].body_nodes.back(), "matmul");
   EXPECT_EQ(regions[1].depth, 1);
   EXPECT_TRUE(regions[2].enabled);
   EXPECT_EQ(regions[2].depth, 1);
@@ -82,7 +84,7 @@ TEST(AutocastRegions, InspectNamesThemAndTheirNodes) {
   ASSERT_EQ(r.autocast.size(), 3u);
   const std::string text = to_text(r);
   EXPECT_NE(text.find("autocast regions (3)"), std::string::npos) << text;
-  EXPECT_NE(text.find("wrap_with_autocast: autocast cpu bfloat16, 6 nodes: linear, gelu, layer_norm"), std::string::npos) << text;
+  EXPECT_NE(text.find("wrap_with_autocast: autocast cpu bfloat16, 6 nodes: linear, gelu, matmul, transpose"), std::string::npos) << text;
   EXPECT_NE(text.find("autocast off on cpu"), std::string::npos) << text;
   EXPECT_NE(to_json(r).find("\"body_nodes\""), std::string::npos);
   EXPECT_EQ(to_text(inspect(load("mlp").program)).find("autocast regions"), std::string::npos);
