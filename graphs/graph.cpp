@@ -245,6 +245,59 @@ std::vector<const Subgraph*> Node::subgraphs() const {
   return out;
 }
 
+std::optional<AutocastRegion> autocast_region(const Node& node, std::string& why) {
+  if (node.target != "torch.ops.higher_order.wrap_with_autocast") {
+    why = "not a wrap_with_autocast node";
+    return std::nullopt;
+  }
+  using K = Argument::Kind;
+  const auto& in = node.inputs;
+  auto kind = [&](size_t i) { return i < in.size() ? in[i].arg.kind : K::None; };
+  if (in.size() < 5 || kind(0) != K::String || (kind(1) != K::ScalarType && kind(1) != K::None) || kind(2) != K::Bool ||
+      (kind(3) != K::Bool && kind(3) != K::None) || kind(4) != K::Graph) {
+    why = "wrap_with_autocast without (device_type, dtype, enabled, cache_enabled, body, operands...) arguments";
+    return std::nullopt;
+  }
+  AutocastRegion r;
+  r.node = node.name;
+  r.device_type = in[0].arg.as<std::string>();
+  // torch.autocast's defaults: bfloat16 on the CPU, float16 on GPUs.
+  r.dtype_value = kind(1) == K::ScalarType ? in[1].arg.as<DType>() : (r.device_type == "cpu" ? DType::BFloat16 : DType::Half);
+  r.dtype = std::string(dtype_name(r.dtype_value));
+  r.enabled = in[2].arg.as<bool>();
+  r.cache_enabled = kind(3) == K::Bool ? in[3].arg.as<bool>() : true;
+  for (const Node& n : in[4].arg.as<Subgraph>().graph->nodes()) r.body_nodes.push_back(n.name);
+  return r;
+}
+
+namespace {
+void collect_autocast(const Graph& g, int depth, std::vector<AutocastRegion>& out) {
+  for (const Node& n : g.nodes()) {
+    std::string why;
+    if (auto r = autocast_region(n, why)) {
+      r->depth = depth;
+      out.push_back(std::move(*r));
+    }
+    for (const Subgraph* s : n.subgraphs()) collect_autocast(*s->graph, depth + 1, out);
+  }
+}
+}  // namespace
+
+std::vector<AutocastRegion> autocast_regions(const Graph& graph) {
+  std::vector<AutocastRegion> out;
+  collect_autocast(graph, 0, out);
+  return out;
+}
+
+std::string autocast_summary(const AutocastRegion& r) {
+  const size_t shown = std::min<size_t>(r.body_nodes.size(), 8);
+  std::vector<std::string> names(r.body_nodes.begin(), r.body_nodes.begin() + static_cast<long>(shown));
+  return fmt::format("{}{}: {}, {} node{}: {}{}", r.node, r.depth ? fmt::format(" (nested, depth {})", r.depth) : "",
+                     r.enabled ? fmt::format("autocast {} {}", r.device_type, r.dtype) : "autocast off on " + r.device_type,
+                     r.body_nodes.size(), r.body_nodes.size() == 1 ? "" : "s", fmt::join(names, ", "),
+                     r.body_nodes.size() > shown ? ", ..." : "");
+}
+
 namespace {
 /// Splits `File "x.py", line 3, in f\n    code` frames; returns (location, code) pairs.
 std::vector<std::pair<std::string, std::string>> stack_frames(const std::string& trace) {

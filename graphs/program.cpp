@@ -87,6 +87,10 @@ void load_payload(const Archive& archive, const std::string& dir, const std::str
                           it->second.nbytes(), dtype_name(m.dtype), m.shape_str(), check.needed_bytes));
     at::Tensor t = at::empty({0}, at::TensorOptions().dtype(static_cast<c10::ScalarType>(m.dtype)));
     t.set_(it->second, layout.storage_offset, layout.sizes, layout.strides);
+    // As the archive's nn.Parameters are in PyTorch: ATen picks kernels by it (matmul folds a 3-D
+    // input times a weight into one mm only when the weight needs no grad or the input is
+    // contiguous), so eager's numbers depend on it. Runs are in inference mode: nothing is recorded.
+    if (m.requires_grad && t.is_floating_point()) t.set_requires_grad(true);
     program.state[e.fqn] = t;
   }
 }

@@ -32,7 +32,8 @@ const std::vector<std::string>& runnable_fixtures() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
     for (const char* base : {"mlp", "attention", "conv_bn_relu", "ln_softmax_gelu", "bf16_block", "multi_output", "index_none",
-                             "dynamic_batch", "cond", "loop_map", "dropout", "mixed_precision"}) {
+                             "dynamic_batch", "cond", "loop_map", "dropout", "mixed_precision", "grad_regions",
+                             "autocast_regions", "invoke_subgraph"}) {
       out.emplace_back(base);
       out.emplace_back(std::string(base) + "_core");
     }

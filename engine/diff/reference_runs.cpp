@@ -111,6 +111,7 @@ void run_references(RunState& s) {
     if (s.keep) keep_reference(step, s.reference, s.in_place);
   });
   r.fixups = s.runs.fp64.fixups;
+  r.autocast = autocast_regions(g);
   r.not_comparable = s.runs.fp64.not_comparable;
   r.random_nodes = s.runs.native.random_nodes;
   // Bitcasts and float8 have no fp64 meaning: their values are shown, never scored.

@@ -1,4 +1,5 @@
 // engine/execution/higher_order_kernels.cpp — higher-order ops run by interpreting their subgraphs.
+#include <ATen/autocast_mode.h>
 #include <ATen/ops/stack.h>
 #include <fmt/format.h>
 #include <map>
@@ -104,6 +105,122 @@ class MapKernel final : public Kernel {
   }
 };
 
+
+/// The operands of a region HOP: every input after its body (`first`), in order, flattened.
+std::vector<c10::IValue> operands_from(const Node& node, size_t first, const Frame& f, const Graph& g) {
+  std::vector<c10::IValue> out;
+  for (size_t i = first; i < node.inputs.size(); ++i)
+    for (c10::IValue& v : operands(node.inputs[i].arg, f, g)) out.push_back(std::move(v));
+  return out;
+}
+
+/// wrap_with_set_grad_enabled(enabled, body, *operands) and invoke_subgraph(body, identifier, *operands):
+/// the body on the operands. pt2diff runs every graph without autograd (inference mode), so a
+/// `torch.no_grad()` / `torch.enable_grad()` region computes what it computes in eager.
+class BodyKernel final : public Kernel {
+ public:
+  BodyKernel(size_t body, size_t first_operand) : body_(body), first_(first_operand) {}
+  void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
+    const Graph& body = *node.inputs[body_].arg.as<Subgraph>().graph;
+    store_all(node, ctx.run_subgraph(body, operands_from(node, first_, f, g)), f);
+  }
+
+ private:
+  size_t body_, first_;
+};
+
+std::unique_ptr<Kernel> make_set_grad_kernel(const Node& node, std::string& why) {
+  if (node.inputs.size() < 2 || node.inputs[0].arg.kind != Argument::Kind::Bool || node.inputs[1].arg.kind != Argument::Kind::Graph) {
+    why = "wrap_with_set_grad_enabled without (enabled, body, operands...) arguments";
+    return nullptr;
+  }
+  return std::make_unique<BodyKernel>(1, 2);
+}
+
+std::unique_ptr<Kernel> make_invoke_subgraph_kernel(const Node& node, std::string& why) {
+  if (node.inputs.empty() || node.inputs[0].arg.kind != Argument::Kind::Graph) {
+    why = "invoke_subgraph without (body, identifier, operands...) arguments";
+    return nullptr;
+  }
+  // The identifier (a string, or None) is not an operand of the body.
+  const size_t first = node.inputs.size() > 1 && (node.inputs[1].arg.kind == Argument::Kind::String ||
+                                                  node.inputs[1].arg.kind == Argument::Kind::None)
+                           ? 2 : 1;
+  return std::make_unique<BodyKernel>(0, first);
+}
+
+/// Sets autocast for one device type on construction and restores it on destruction, as
+/// torch.autocast's __enter__/__exit__ do (the weight-cast cache is cleared when the outermost region ends).
+class AutocastGuard {
+ public:
+  AutocastGuard(c10::DeviceType device, bool enabled, c10::ScalarType dtype, bool cache)
+      : device_(device), enabled_(at::autocast::is_autocast_enabled(device)), dtype_(at::autocast::get_autocast_dtype(device)),
+        cache_(at::autocast::is_autocast_cache_enabled()) {
+    at::autocast::set_autocast_enabled(device, enabled);
+    at::autocast::set_autocast_dtype(device, dtype);
+    at::autocast::set_autocast_cache_enabled(cache);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastGuard() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_autocast_enabled(device_, enabled_);
+    at::autocast::set_autocast_dtype(device_, dtype_);
+    at::autocast::set_autocast_cache_enabled(cache_);
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  c10::DeviceType device_;
+  bool enabled_;
+  c10::ScalarType dtype_;
+  bool cache_;
+};
+
+/// wrap_with_autocast(device_type, dtype, enabled, cache_enabled, body, *operands): a
+/// `torch.autocast` region. The native run runs the body under ATen's autocast for the device and
+/// dtype (or with it off, for `enabled=False` inside another region), so each op is cast by autocast's
+/// own op lists, as in eager. The fp64 and widened runs run it without autocast: its down-casts are what
+/// they measure against (a fix-up says so).
+class AutocastKernel final : public Kernel {
+ public:
+  explicit AutocastKernel(AutocastRegion region) : region_(std::move(region)) {}
+  void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
+    const Graph& body = *node.inputs[4].arg.as<Subgraph>().graph;
+    std::vector<c10::IValue> in = operands_from(node, 5, f, g);
+    if (ctx.precision != Precision::Native) {
+      if (ctx.fixups && region_.enabled)
+        ctx.fixups->insert(fmt::format("wrap_with_autocast: autocast to {} ignored (the body runs in float64)", region_.dtype));
+      store_all(node, ctx.run_subgraph(body, std::move(in)), f);
+      return;
+    }
+    const Device as_exported{region_.device_type, -1};
+    AutocastGuard guard(run_device(as_exported, ctx).type(), region_.enabled, dtype_, region_.cache_enabled);
+    store_all(node, ctx.run_subgraph(body, std::move(in)), f);
+  }
+  std::string device_rewrite() const override {
+    return region_.device_type == "cpu" || !region_.enabled ? "" : fmt::format("autocast {} -> cpu (CPU autocast's op lists)", region_.device_type);
+  }
+  void set_dtype(c10::ScalarType d) { dtype_ = d; }
+
+ private:
+  AutocastRegion region_;
+  c10::ScalarType dtype_ = c10::kBFloat16;
+};
+
+std::unique_ptr<Kernel> make_autocast_kernel(const Node& node, std::string& why) {
+  std::optional<AutocastRegion> region = autocast_region(node, why);
+  if (!region) return nullptr;
+  const DType d = region->dtype_value;
+  if (d != DType::BFloat16 && d != DType::Half && d != DType::Float) {
+    why = fmt::format("autocast to {}: pt2diff runs autocast regions to bfloat16, float16 or float32", region->dtype);
+    return nullptr;
+  }
+  auto k = std::make_unique<AutocastKernel>(*region);
+  k->set_dtype(static_cast<c10::ScalarType>(static_cast<int8_t>(d)));
+  return k;
+}
+
 }  // namespace
 
 namespace {
@@ -116,6 +233,9 @@ const std::map<std::string, HopFactory>& hop_factories() {
       {"cond", [](const Node&, std::string&) -> std::unique_ptr<Kernel> { return std::make_unique<CondKernel>(); }},
       {"while_loop", [](const Node&, std::string&) -> std::unique_ptr<Kernel> { return std::make_unique<WhileLoopKernel>(); }},
       {"map_impl", [](const Node&, std::string&) -> std::unique_ptr<Kernel> { return std::make_unique<MapKernel>(); }},
+      {"wrap_with_set_grad_enabled", make_set_grad_kernel},
+      {"wrap_with_autocast", make_autocast_kernel},
+      {"invoke_subgraph", make_invoke_subgraph_kernel},
       {"auto_functionalized", make_auto_functionalized_kernel},
       {"auto_functionalized_v2", make_auto_functionalized_kernel},
   };

@@ -19,7 +19,8 @@ OpClass classify_uncached(const std::string& target) {
     return {OpRoute::Unsupported, "a Python callable, not an operator: pt2diff runs torch.ops.* and symbolic scalar ops only"};
   if (target.rfind(prefix + "higher_order.", 0) == 0) {
     if (has_higher_order_kernel(target.substr(prefix.size() + 13))) return {OpRoute::HigherOrder, ""};
-    return {OpRoute::Unsupported, "a higher-order op pt2diff has no handler for"};
+    return {OpRoute::Unsupported, "a higher-order op pt2diff has no handler for (it runs cond, while_loop, map_impl, "
+                                  "wrap_with_set_grad_enabled, wrap_with_autocast, invoke_subgraph, auto_functionalized)"};
   }
   auto name = parse_op_target(target);
   if (!name) return {OpRoute::Unsupported, "malformed operator name"};

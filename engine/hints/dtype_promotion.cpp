@@ -4,7 +4,9 @@
 // bfloat16, from inputs rounded to bfloat16 or not: a kernel computing in less precision than the
 // graph's dtype) and, when an op mixes floating dtypes, "demoted" (those ops computed in the lower of
 // their input dtypes: a promotion other than PyTorch's). The compiled result is classified by which
-// one it sits next to; each op's at::result_type is listed in the notes.
+// one it sits next to; each op's at::result_type is listed in the notes. A torch.autocast region in
+// the window makes it a low-precision one (fp32 at its boundary, bf16 inside) and is named in the
+// notes: its ops' dtypes come from autocast's op lists, which the widened run (fp32 throughout) drops.
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -28,9 +30,34 @@ std::string dtype_list(const std::vector<at::ScalarType>& types) {
   return s;
 }
 
-/// Whether the window works in fp16/bf16: its judged result or one of its inputs does.
-bool low_precision_window(const HintContext& ctx) {
+/// The window's torch.autocast regions (wrap_with_autocast nodes and those nested in its nodes' bodies).
+std::vector<AutocastRegion> window_autocast(const HintContext& ctx) {
+  std::vector<AutocastRegion> out;
+  const Graph& g = ctx.program.ir.graph;
+  for (NodeId id : ctx.window.nodes) {
+    const Node& n = g.node(id);
+    std::string why;
+    if (auto r = autocast_region(n, why)) out.push_back(std::move(*r));
+    for (const Subgraph* s : n.subgraphs())
+      for (AutocastRegion& r : autocast_regions(*s->graph)) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+/// An autocast region's ops take their dtypes from autocast's op lists, not from at::result_type.
+std::string autocast_note(const AutocastRegion& r) {
+  if (!r.enabled) return fmt::format("{}: autocast off on {} (its ops run in the dtypes of their inputs)", r.node, r.device_type);
+  return fmt::format("{}: autocast {} {} over {} node{}: eager casts their inputs by autocast's op lists (not at::result_type); "
+                     "the widened and fp64 runs ignore those casts", r.node, r.device_type, r.dtype, r.body_nodes.size(),
+                     r.body_nodes.size() == 1 ? "" : "s");
+}
+
+/// Whether the window works in fp16/bf16: its judged result or one of its inputs does, or it holds
+/// an autocast region to fp16/bf16 (fp32 in and out, low precision inside).
+bool low_precision_window(const HintContext& ctx, const std::vector<AutocastRegion>& autocast) {
   bool low_precision = low(ctx.eager.scalar_type());
+  for (const AutocastRegion& r : autocast)
+    if (r.enabled && (r.dtype_value == DType::BFloat16 || r.dtype_value == DType::Half)) low_precision = true;
   for (const c10::IValue& v : ctx.inputs)
     if (v.isTensor() && low(v.toTensor().scalar_type())) low_precision = true;
   return low_precision;
@@ -73,6 +100,8 @@ DemotedRun demoted_run(const HintContext& ctx) {
   DemotedRun d;
   RunOptions demoting;
   demoting.after_node = [&](const Node& n, NodeCall& call) {
+    // A higher-order op's operands are not promoted together: its body's ops are (autocast's by its lists).
+    if (n.target.rfind("torch.ops.higher_order.", 0) == 0) return;
     auto p = promotion_of(call.inputs);
     if (!p) return;
     d.notes.push_back(promotion_note(g, n, *p));
@@ -147,7 +176,8 @@ std::optional<Hint> dtype_promotion_hint(const HintContext& ctx) {
   if (!ctx.compiled.defined() || !ctx.eager.is_floating_point() || !ctx.fp64.defined() || !ctx.random_nodes.empty())
     return std::nullopt;
   const at::ScalarType dtype = ctx.eager.scalar_type();
-  const bool low_precision = low_precision_window(ctx);
+  const std::vector<AutocastRegion> autocast = window_autocast(ctx);
+  const bool low_precision = low_precision_window(ctx, autocast);
   const at::Tensor widened = widened_result(ctx, dtype);
   // Lower precision: the eager result rounded to bf16, and the window run from bf16-rounded inputs.
   const std::vector<c10::IValue> rounded_inputs = bf16_rounded_inputs(ctx);
@@ -168,6 +198,7 @@ std::optional<Hint> dtype_promotion_hint(const HintContext& ctx) {
   Hint h;
   h.kind = "dtype_promotion";
   h.notes = std::move(demoted.notes);
+  for (const AutocastRegion& r : autocast) h.notes.push_back(autocast_note(r));
   h.evidence = evidence(d);
   promotion_finding(h, d, low_precision, std::string(dtype_name(static_cast<DType>(dtype))));
   return h;

@@ -79,6 +79,7 @@ InspectReport inspect(const Program& p, const std::optional<UserInputs>& inputs)
     r.ops.push_back(std::move(op));
   }
   std::stable_sort(r.ops.begin(), r.ops.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
+  r.autocast = autocast_regions(g);
 
   for (size_t i = 0; i < p.ir.input_specs.size(); ++i) {
     const InputSpec& s = p.ir.input_specs[i];
@@ -177,6 +178,11 @@ std::string to_text(const InspectReport& r) {
       line(fmt::format("  {} ×{}: {} (nodes: {}{})", short_target(op.target), op.count, op.unsupported_reason, fmt::join(shown, ", "),
                        op.nodes.size() > shown.size() ? ", ..." : ""));
     }
+  }
+  if (!r.autocast.empty()) {
+    line(fmt::format("autocast regions ({}): the native run runs these bodies under autocast, the fp64 run ignores its casts",
+                     r.autocast.size()));
+    for (const AutocastRegion& a : r.autocast) line("  " + autocast_summary(a));
   }
   if (!r.binding) {
     line("inputs: none given and the archive has no readable sample inputs (pass INPUTS or --random-inputs)");

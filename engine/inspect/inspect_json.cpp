@@ -1,9 +1,18 @@
 // engine/inspect/inspect_json.cpp — the InspectReport as JSON (docs/inspect.schema.json).
 #include <nlohmann/json.hpp>
 
+#include "engine/inspect/autocast_json.h"
 #include "pt2diff/inspect.h"
 
 namespace pt2diff {
+
+nlohmann::json autocast_json(const std::vector<AutocastRegion>& regions) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const AutocastRegion& r : regions)
+    a.push_back({{"node", r.node}, {"device_type", r.device_type}, {"dtype", r.dtype}, {"enabled", r.enabled},
+                 {"cache_enabled", r.cache_enabled}, {"depth", r.depth}, {"body_nodes", r.body_nodes}});
+  return a;
+}
 
 std::string to_json(const InspectReport& r) {
   using nlohmann::json;
@@ -37,6 +46,7 @@ std::string to_json(const InspectReport& r) {
       {"dynamic_dims", r.dynamic_dims},
       {"ops", ops(r.ops)},
       {"unsupported", ops(r.unsupported)},
+      {"autocast", autocast_json(r.autocast)},
       {"has_sample_inputs", r.has_sample_inputs},
       {"memory", {{"bytes", r.memory_bytes}, {"largest", r.memory_largest}}},
   };

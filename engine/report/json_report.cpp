@@ -2,6 +2,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "engine/inspect/autocast_json.h"
 #include "pt2diff/diff.h"
 
 namespace pt2diff {
@@ -203,6 +204,7 @@ std::string to_json(const DiffResult& r) {
             {"ranking", ranking},
             {"nodes", nodes_json(r)},
             {"fp64_fixups", r.fixups},
+            {"autocast", autocast_json(r.autocast)},
             {"not_comparable", r.not_comparable},
             {"random_nodes", r.random_nodes},
             {"warnings", r.warnings},

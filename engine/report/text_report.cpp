@@ -173,6 +173,10 @@ void notes_block(std::string& out, const DiffResult& r) {
     line(out, "");
     line(out, fmt::format("fp64 fix-ups applied: {}", fmt::join(r.fixups, "; ")));
   }
+  if (!r.autocast.empty()) {
+    line(out, fmt::format("autocast regions ({}): eager ran these bodies under autocast, fp64 in float64:", r.autocast.size()));
+    for (const AutocastRegion& a : r.autocast) line(out, "  " + autocast_summary(a));
+  }
   for (const std::string& w : r.warnings) line(out, "warning: " + w);
   if (!r.random_nodes.empty())
     line(out, fmt::format("random ops (native, fp64 and local runs draw the same stream): {}", fmt::join(r.random_nodes, ", ")));

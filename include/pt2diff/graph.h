@@ -215,6 +215,29 @@ struct Node {
   const NamedArgument* input(std::string_view name) const;
 };
 
+/// A `torch.autocast` region of a training-IR graph: one `wrap_with_autocast` node, the autocast it
+/// sets and the nodes of its body. (A core-ATen graph has none: run_decompositions() writes autocast's
+/// casts into the graph as `_to_copy` nodes.)
+struct AutocastRegion {
+  std::string node;             ///< the wrap_with_autocast node (in the graph that holds it: see `depth`)
+  std::string device_type;      ///< "cpu", "cuda"
+  std::string dtype;            ///< "bfloat16", "float16" (the device's default when the region names none)
+  DType dtype_value = DType::BFloat16;
+  bool enabled = true;          ///< false: `torch.autocast(..., enabled=False)`, a region that turns autocast off
+  bool cache_enabled = true;
+  std::vector<std::string> body_nodes;  ///< the body's nodes, in order
+  int depth = 0;                ///< 0 for a region of the top-level graph, 1 inside another HOP's body...
+};
+
+/// The autocast a `torch.ops.higher_order.wrap_with_autocast` node sets; nullopt (and `why` set) when
+/// `node` is another op or its arguments are not (device_type, dtype, enabled, cache_enabled, body, ...).
+std::optional<AutocastRegion> autocast_region(const Node& node, std::string& why);
+/// Every autocast region of `graph`, those nested in any higher-order op's body included, in node order.
+std::vector<AutocastRegion> autocast_regions(const Graph& graph);
+/// One line: "softmax: autocast cpu bfloat16, 2 nodes: linear, softmax" ("autocast off" when disabled;
+/// at most 8 body nodes named).
+std::string autocast_summary(const AutocastRegion& region);
+
 /// Values and nodes in topological order. Build with add_*(), then finalize() once.
 class Graph {
  public:

@@ -55,6 +55,9 @@ struct InspectReport {
   int64_t weight_bytes = 0;
   std::map<std::string, std::string> dynamic_dims;  ///< symbol → "[2, 64]"
   std::vector<Op> unsupported;          ///< ops pt2diff cannot run, with their nodes
+  /// The graph's `torch.autocast` regions (training IR; a core-ATen graph has explicit casts instead):
+  /// which nodes the native run runs under which autocast dtype.
+  std::vector<AutocastRegion> autocast;
   bool has_sample_inputs = false;
   std::optional<Binding> binding;       ///< the given inputs, else the sample inputs
   /// What the main job's runs would hold at once (the estimate `--max-memory` checks, exploded compile

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pt2diff/failure.h"
+#include "pt2diff/graph.h"
 #include "pt2diff/kernels.h"
 #include "pt2diff/localize.h"
 #include "pt2diff/verdict.h"
@@ -106,6 +107,9 @@ struct DiffResult {
   /// Where the divergence comes from, when an output diverged and localization ran.
   std::optional<Localization> localization;
   std::vector<std::string> fixups;    ///< fp64 fix-ups applied ("aten.to.dtype: dtype bfloat16 -> float64")
+  /// The graph's torch.autocast regions: the native run ran these nodes' bodies under autocast (its op
+  /// lists chose each op's dtype), the fp64 run ignored its casts (a fix-up says so).
+  std::vector<AutocastRegion> autocast;
   std::vector<std::string> not_comparable;
   std::vector<std::string> random_nodes;  ///< nodes drawing random numbers (same stream in every run)
   /// What limits this report, one line each (an op mutating values in place: no exploded compile and

@@ -80,8 +80,10 @@ TEST_P(EveryFixture, MatchesPythonsViewOfTheArchive) {
     const void* first = p.state.at(group[0].get<std::string>()).storage().unsafeGetStorageImpl();
     for (const auto& fqn : group) EXPECT_EQ(p.state.at(fqn.get<std::string>()).storage().unsafeGetStorageImpl(), first) << fqn;
   }
-  // Every node carries its source line; the DAG view agrees with the archive's order.
-  for (const Node& n : g.nodes()) EXPECT_FALSE(n.source.stack_trace.empty()) << n.name;
+  // Every node carries its source line (but the region ops export writes for no_grad/autocast blocks,
+  // which torch records without one); the DAG view agrees with the archive's order.
+  for (const Node& n : g.nodes())
+    if (n.target.rfind("torch.ops.higher_order.wrap_with_", 0) != 0) EXPECT_FALSE(n.source.stack_trace.empty()) << n.name;
   EXPECT_EQ(Dag(g).topological_order().size(), g.nodes().size());
   EXPECT_TRUE(p.sample_inputs.has_value());
 }
