@@ -11,7 +11,7 @@ nodes fused into the kernel.
 
 Exported names travel in `node.meta["custom"]["pt2diff_node"]`, which regions.region_module sets and
 Dynamo, AOTAutograd and pattern replacements copy onto every node they make from it (node *names* do not
-survive: Dynamo and AOTAutograd rename). A no-op `CustomGraphPass` (`Marker`, wrapping any pass already
+survive: Dynamo and AOTAutograd rename). A no-op `CustomGraphPass` (`marker_class()`, wrapping any pass already
 configured) keys Inductor's caches on the instrumentation and the region's names, and is the switch: the
 wrapper emits hooks only while a Marker is the post-grad pass, so plain compiles are unchanged.
 Design and measurements: docs/kernel-map.md.
@@ -22,8 +22,9 @@ import hashlib
 import json
 
 import torch
-from torch._inductor import config as inductor_config
-from torch._inductor.custom_graph_pass import CustomGraphPass
+
+# torch._inductor is imported by the functions that need it, not here: importing it reads (and may set)
+# TORCHINDUCTOR_CACHE_DIR, which the worker's cli sets first (importing this module has no side effects).
 
 #: The meta["custom"] key carrying an exported node's name through Dynamo, AOTAutograd and Inductor.
 TAG = "pt2diff_node"
@@ -36,27 +37,39 @@ VIEWS = {"view", "reshape", "_unsafe_view", "squeeze", "unsqueeze", "permute", "
 CASTS = {"convert_element_type", "_to_copy", "to"}
 
 
-class Marker(CustomGraphPass):
-    """The post-grad pass while the kernel map is on: runs `inner` (a pass already configured, e.g. a test's
-    planted bug) and keys the FX-graph and AOTAutograd caches on the region's exported names."""
+_marker = None
 
-    def __init__(self, names, inner=None):
-        self.inner = inner
-        inner_key = inner.uuid() if inner is not None and hasattr(inner, "uuid") else repr(inner)
-        digest = hashlib.sha256("\0".join([str(inner_key), *names]).encode()).hexdigest()
-        self.key = f"pt2diff-kernel-map-{SCHEMA}:{digest}"
 
-    def __call__(self, graph):
-        if self.inner is not None:
-            self.inner(graph)
+def marker_class():
+    """Marker: the post-grad pass while the kernel map is on. It runs `inner` (a pass already configured,
+    e.g. a test's planted bug) and keys the FX-graph and AOTAutograd caches on the region's exported names.
+    Made on first use (it subclasses Inductor's CustomGraphPass)."""
+    global _marker
+    if _marker is None:
+        from torch._inductor.custom_graph_pass import CustomGraphPass
 
-    def uuid(self):
-        return self.key
+        class Marker(CustomGraphPass):
+            def __init__(self, names, inner=None):
+                self.inner = inner
+                inner_key = inner.uuid() if inner is not None and hasattr(inner, "uuid") else repr(inner)
+                digest = hashlib.sha256("\0".join([str(inner_key), *names]).encode()).hexdigest()
+                self.key = f"pt2diff-kernel-map-{SCHEMA}:{digest}"
+
+            def __call__(self, graph):
+                if self.inner is not None:
+                    self.inner(graph)
+
+            def uuid(self):
+                return self.key
+
+        _marker = Marker
+    return _marker
 
 
 def active():
     """Whether the compile being generated asked for the kernel map."""
-    return isinstance(inductor_config.post_grad_custom_post_pass, Marker)
+    from torch._inductor import config as inductor_config
+    return isinstance(inductor_config.post_grad_custom_post_pass, marker_class())
 
 
 def op_name(n):
@@ -214,6 +227,7 @@ def install():
 
 def unavailable(config):
     """Why a compile under Inductor `config` (the request's overrides) cannot give the map, or ""."""
+    from torch._inductor import config as inductor_config
     if config.get("cpp_wrapper", inductor_config.cpp_wrapper):
         return "cpp_wrapper compiles the wrapper to C++, where no Python hook runs"
     if config.get("triton.cudagraphs", inductor_config.triton.cudagraphs):
@@ -224,9 +238,10 @@ def unavailable(config):
 def patch(names):
     """The Inductor config the observed compile runs under: provenance tracking at its basic level (the
     kernel → node table) and the Marker, wrapping whatever post-grad pass is configured."""
+    from torch._inductor import config as inductor_config
     level = getattr(inductor_config.trace, "provenance_tracking_level", 0) or 2
     return inductor_config.patch({"trace.provenance_tracking_level": level,
-                                  "post_grad_custom_post_pass": Marker(names, inductor_config.post_grad_custom_post_pass)})
+                                  "post_grad_custom_post_pass": marker_class()(names, inductor_config.post_grad_custom_post_pass)})
 
 
 @contextlib.contextmanager
