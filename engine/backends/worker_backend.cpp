@@ -123,7 +123,7 @@ KernelMap read_kernel_map(const json& reply, const std::string& file, const std:
     fs::remove(file, ec);
     std::vector<c10::IValue> tensors = values_from_torch_save(bytes, file);
     if (tensors.size() != infos.size())
-      return {fmt::format("the {} observed {} buffers but described {}", label, tensors.size(), infos.size()), {}};
+      return {fmt::format("the {} observed {} buffers but described {}", label, tensors.size(), infos.size()), {}, {}};
     for (size_t i = 0; i < infos.size(); ++i) {
       const json& info = infos[i];
       if (!tensors[i].isTensor()) continue;
@@ -140,9 +140,12 @@ KernelMap read_kernel_map(const json& reply, const std::string& file, const std:
       b.value = tensors[i].toTensor();
       map.buffers.push_back(std::move(b));
     }
+    if (reply.contains("code") && reply["code"].is_object())  // each generated kernel's source (optional)
+      for (const auto& [kernel, code] : reply["code"].items())
+        if (code.is_string()) map.code[kernel] = code.get<std::string>();
   } catch (const std::exception& e) {
     fs::remove(file, ec);
-    return {fmt::format("the {}'s kernel map is unreadable: {}", label, first_line(e.what())), {}};
+    return {fmt::format("the {}'s kernel map is unreadable: {}", label, first_line(e.what())), {}, {}};
   }
   return map;
 }

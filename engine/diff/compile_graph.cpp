@@ -32,7 +32,7 @@ void compile_graph(RunState& s) {
   // The kernel map: the compiled code's own buffers, from this compile and run (judge_kernels).
   s.whole.observe = s.options.kernel_map && s.keep && s.backend.observes();
   if (s.options.kernel_map && !s.backend.observes())
-    s.observed = KernelMap{"the " + s.backend.name() + " backend does not observe its compiled code", {}};
+    s.observed = KernelMap{"the " + s.backend.name() + " backend does not observe its compiled code", {}, {}};
   const std::vector<c10::IValue> input_values = graph_input_values(s.program, s.inputs);
   std::vector<c10::IValue> whole_inputs;
   for (ValueId v : s.whole.inputs) whole_inputs.push_back(input_values[static_cast<size_t>(v)]);

@@ -62,6 +62,7 @@ void judge_kernels(RunState& s) {
         if (auto f = node_by_name.find(n); f != node_by_name.end()) ordered.emplace_back(f->second, n);
       std::sort(ordered.begin(), ordered.end());
       for (auto& [id, name] : ordered) k.nodes.push_back(name);
+      if (auto code = s.observed->code.find(b.kernel); code != s.observed->code.end()) k.code = code->second;
       t.kernels.push_back(std::move(k));
     }
     KernelCall& k = t.kernels[it->second];

@@ -24,6 +24,7 @@ constexpr Stage kDiffStages[] = {
     judge_kernels,        // the compiled code's own buffers, kernel by kernel
     compile_exploded,     // every op alone through the compiler: compiled local errors, suspects
     trace_nonfinite,      // where the compiled code's first NaN/Inf comes from
+    localize_kernel,      // the op inside the first failing kernel
     localize_divergence,  // bisect a divergence to its first op or window
     write_culprit_repro,  // the culprit as a standalone archive and command
     explain_culprit,      // hints: promotion, reduction order, compiler levers

@@ -1,12 +1,39 @@
 // engine/diff/repro_stage.cpp — stage write_culprit_repro: a named culprit written as a standalone
 // archive, its inputs and the command that reproduces the verdict (DiffOptions::repro_dir).
+#include <filesystem>
+#include <fstream>
+
 #include "engine/diff/stages.h"
 #include "engine/diff/repro_writer.h"
 
 namespace pt2diff {
 
+namespace {
+
+/// The generated code of the kernel the op was found in, beside the repro: `<kernel>.cpp` for Inductor's
+/// C++ kernels, `<kernel>.py` for Triton's. Nothing for an extern kernel (no generated code).
+void write_kernel_code(RunState& s) {
+  KernelTable& t = s.result.kernels;
+  if (!t.inside) return;
+  for (const KernelCall& k : t.kernels) {
+    if (k.name != t.inside->kernel || k.code.empty()) continue;
+    std::error_code ec;
+    std::filesystem::create_directories(s.options.repro_dir, ec);
+    const std::string ext = k.name.rfind("cpp_", 0) == 0 ? ".cpp" : ".py";
+    const std::filesystem::path path = std::filesystem::path(s.options.repro_dir) / (k.name + ext);
+    std::ofstream f(path);
+    f << k.code;
+    if (f.good()) t.inside->code_file = path.string();
+    return;
+  }
+}
+
+}  // namespace
+
 void write_culprit_repro(RunState& s) {
-  if (!s.result.localization || s.options.repro_dir.empty()) return;
+  if (s.options.repro_dir.empty()) return;
+  write_kernel_code(s);
+  if (!s.result.localization) return;
   Localization& loc = *s.result.localization;
   const bool named = loc.culprit.kind == Culprit::Kind::SingleOp || loc.culprit.kind == Culprit::Kind::Window;
   if (named) loc.repro = write_repro(s.program, loc.culprit, s.reference, s.options);

@@ -9,6 +9,7 @@
 //   judge_outputs         runs, compiled                      result.outputs (verdicts), result.diverged
 //   compile_exploded      kept values                         every op compiled alone: compiled local errors,
 //                                                             exploded suspects; compiles[1]
+//   localize_kernel       kernel table, kept values           kernels.inside (the op inside the first failing kernel)
 //   localize_divergence   verdicts, suspects, kept values     result.localization (culprit, probes)
 //   write_culprit_repro   culprit, kept values                localization.repro (DiffOptions::repro_dir)
 //   explain_culprit       culprit, kept values                localization.hints
@@ -26,6 +27,7 @@ void judge_outputs(RunState& s);
 void judge_kernels(RunState& s);
 void compile_exploded(RunState& s);
 void trace_nonfinite(RunState& s);
+void localize_kernel(RunState& s);
 void localize_divergence(RunState& s);
 void write_culprit_repro(RunState& s);
 void explain_culprit(RunState& s);

@@ -8,8 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "pt2diff/verdict.h"
+#include <optional>
+
+#include "pt2diff/kernels.h"
 #include "pt2diff/localize.h"
+#include "pt2diff/verdict.h"
 
 namespace pt2diff {
 
@@ -53,5 +56,14 @@ class RegionOracle {
 /// "first failing end, probe 3 of ~8" before each probe.
 Localization localize(RegionOracle& oracle, const LocalizeOptions& options, const std::vector<size_t>& suspects,
                       const std::function<void(const std::string&)>& on_step);
+
+/// The op inside a failing fused kernel (kernel_search.cpp). The oracle's positions are the kernel's nodes
+/// the failing one depends on, graph order, the failing node last; `alone_fails(i)` says whether position i
+/// compiled on its own fails (the exploded compile), nullopt when not known (then one more compile asks).
+/// At most kernel_search_bound(size()) compiles, one more when an op's own answer is not known.
+KernelCulprit search_kernel(RegionOracle& oracle, const std::string& kernel, const std::function<std::optional<bool>(size_t)>& alone_fails,
+                            const std::function<void(const std::string&)>& on_step);
+/// 1 + ceil(log2 nodes).
+size_t kernel_search_bound(size_t nodes);
 
 }  // namespace pt2diff

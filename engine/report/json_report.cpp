@@ -153,7 +153,18 @@ json kernels_json(const KernelTable& t) {
       }
       buffers.push_back(std::move(jb));
     }
-    kernels.push_back({{"name", k.name}, {"nodes", k.nodes}, {"fails", k.fails}, {"buffers", std::move(buffers)}});
+    kernels.push_back({{"name", k.name}, {"nodes", k.nodes}, {"fails", k.fails}, {"buffers", std::move(buffers)},
+                       {"has_code", !k.code.empty()}});
+  }
+  json inside = nullptr;
+  if (t.inside) {
+    const KernelCulprit& c = *t.inside;
+    std::string code;
+    for (const KernelCall& k : t.kernels)
+      if (k.name == c.kernel && !k.code.empty()) code = k.code;
+    inside = {{"kind", c.kind}, {"kernel", c.kernel}, {"nodes", c.nodes}, {"op", c.op}, {"target", c.target},
+              {"source", c.source}, {"module_path", c.module_path}, {"fused_with", c.fused_with}, {"summary", c.summary},
+              {"compiles", c.compiles}, {"bound", c.bound}, {"seconds", c.seconds}, {"code_file", c.code_file}, {"code", code}};
   }
   auto index = [](int64_t i) -> json { return i < 0 ? json(nullptr) : json(i); };
   return {{"asked", t.asked},
@@ -168,6 +179,7 @@ json kernels_json(const KernelTable& t) {
           {"nonfinite_origin", t.nonfinite_origin ? json{{"kind", t.nonfinite_origin->kind}, {"kernel", t.nonfinite_origin->kernel},
                                                           {"node", t.nonfinite_origin->node}, {"detail", t.nonfinite_origin->detail}}
                                                     : json(nullptr)},
+          {"inside", std::move(inside)},
           {"kernels", std::move(kernels)}};
 }
 

@@ -209,6 +209,11 @@ static void kernels_block(std::string& out, const DiffResult& r) {
   } else if (t.judged) {
     line(out, "  every judged buffer passes the rule");
   }
+  if (t.inside) {
+    line(out, fmt::format("  inside it ({} of at most {} compiles): {}", t.inside->compiles, t.inside->bound, t.inside->summary));
+    if (!t.inside->op.empty() && !t.inside->source.empty()) line(out, fmt::format("    {} is {} at {}", t.inside->op, t.inside->target, t.inside->source));
+    if (!t.inside->code_file.empty()) line(out, "    its generated code: " + t.inside->code_file);
+  }
   if (t.nonfinite_origin)
     line(out, fmt::format("  NaN/Inf origin ({}): {}", t.nonfinite_origin->kind, t.nonfinite_origin->detail));
   else if (t.first_nonfinite >= 0)

@@ -41,6 +41,27 @@ struct KernelCall {
   std::vector<std::string> nodes;  ///< exported nodes whose computation it holds (graph order)
   std::vector<KernelBuffer> buffers;
   bool fails = false;              ///< a judged buffer fails the rule
+  /// The kernel's generated source as the compiler wrote it (C++ for cpp_*, Triton for triton_*); empty
+  /// for extern kernels and ATen fallbacks, which have none, and for a worker that does not give it.
+  std::string code;
+};
+
+/// The op inside the first failing kernel (localize_kernel, engine/localize/kernel_search.cpp): its
+/// nodes up to the failing one, compiled as regions from fp64-exact inputs, bisected over where the
+/// region ends, in at most 1 + ceil(log2 |nodes|) compiles.
+struct KernelCulprit {
+  /// "single_op": `op` fails compiled on its own; "fused": `op` fails compiled after `fused_with` and
+  /// passes alone; "inconclusive": the kernel's nodes compiled from exact inputs pass (`summary` says why).
+  std::string kind;
+  std::string kernel;                   ///< the kernel's name
+  std::vector<std::string> nodes;       ///< the kernel's nodes searched (graph order, ending at the failing one)
+  std::string op;                       ///< the first node whose value fails (empty when inconclusive)
+  std::string target, source, module_path;  ///< of `op`
+  std::vector<std::string> fused_with;  ///< the kernel's nodes before `op` in the failing region ("fused")
+  std::string summary;                  ///< one line: "kernel K (nodes ...): op X diverges"
+  size_t compiles = 0, bound = 0;       ///< compiles spent, and the bound 1 + ceil(log2 |nodes|)
+  double seconds = 0;                   ///< the search's wall time (its compiles and runs)
+  std::string code_file;                ///< the kernel's generated code, saved beside the repro (DiffOptions::repro_dir)
 };
 
 /// Where the first NaN or Inf of the compiled code comes from.
@@ -69,6 +90,8 @@ struct KernelTable {
   int64_t first_nonfinite = -1;
   /// Set when a compiled buffer holds a NaN or Inf (trace_nonfinite, after the exploded compile).
   std::optional<NonfiniteOrigin> nonfinite_origin;
+  /// The op inside the first failing kernel, when localization is on and the backend compiles regions.
+  std::optional<KernelCulprit> inside;
   size_t judged = 0, observed = 0;
   int64_t observed_bytes = 0;  ///< bytes of the buffers copied out of the compiled run
 };

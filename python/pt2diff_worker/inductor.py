@@ -131,7 +131,8 @@ class Worker:
             if "seed" in req:
                 torch.manual_seed(int(req["seed"]))  # as the engine seeds its own runs: same random stream
             observed = []  # (payload, copy): the buffer copied at once (Inductor reuses buffers in place)
-            watch = kernel_map.observing(lambda info, t: observed.append((info, t.detach().to("cpu", copy=True)))) \
+            wrappers = set()  # the generated wrapper modules that ran the hooks: the kernels' code
+            watch = kernel_map.observing(lambda info, t: observed.append((info, t.detach().to("cpu", copy=True))), wrappers) \
                 if "observed_file" in req else contextlib.nullcontext()
             with torch.no_grad(), torch_settings(settings), watch:
                 outputs = compiled(*inputs)
@@ -142,7 +143,8 @@ class Worker:
         if "observed_file" not in req:
             return {}
         torch.save([t for _, t in observed], req["observed_file"])
-        return {"observed": [info for info, _ in observed]}
+        code = kernel_map.kernel_code(sorted(wrappers), {info.get("kernel") for info, _ in observed})
+        return {"observed": [info for info, _ in observed], "code": code}
 
     def export(self, req):
         """The fused region as a standalone torch.export archive, its inputs (weights included, as

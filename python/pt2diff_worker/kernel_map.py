@@ -16,10 +16,13 @@ configured) keys Inductor's caches on the instrumentation and the region's names
 wrapper emits hooks only while a Marker is the post-grad pass, so plain compiles are unchanged.
 Design and measurements: docs/kernel-map.md.
 """
+import ast
 import contextlib
 import dataclasses
 import hashlib
 import json
+import os
+import sys
 
 import torch
 
@@ -245,17 +248,47 @@ def patch(names):
 
 
 @contextlib.contextmanager
-def observing(keep):
-    """Calls `keep(info_dict, tensor)` for every hook the compiled code runs inside the block."""
+def observing(keep, wrappers=None):
+    """Calls `keep(info_dict, tensor)` for every hook the compiled code runs inside the block; adds to the
+    set `wrappers` the file of each generated wrapper module that ran them (kernel_code reads it)."""
     from torch._inductor import hooks
+    ours = {os.path.abspath(hooks.__file__), os.path.abspath(__file__)}
 
     def hook(name, value):
         try:
             info = json.loads(name)
         except (TypeError, ValueError):  # Inductor's own hooks (bare node names): not ours
             return
+        if wrappers is not None:
+            f = sys._getframe(1)
+            while f is not None and os.path.abspath(f.f_code.co_filename) in ours:
+                f = f.f_back
+            if f is not None:
+                wrappers.add(f.f_code.co_filename)
         if isinstance(value, torch.Tensor):
             keep(info, value)
 
     with hooks.intermediate_hook(hook):
         yield
+
+
+def kernel_code(paths, names):
+    """Each kernel of `names` defined in the generated wrapper modules at `paths`, its source as Inductor
+    wrote it: the longest string argument of `name = async_compile.<kind>(...)` (cpp_pybinding's C++,
+    triton's Triton). Extern kernels have no definition and are absent. Works on a cache hit too: the
+    wrapper read is the one that ran."""
+    code = {}
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for stmt in tree.body:
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                    and stmt.targets[0].id in names and isinstance(stmt.value, ast.Call)):
+                continue
+            texts = [a.value for a in stmt.value.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if texts:
+                code[stmt.targets[0].id] = max(texts, key=len)
+    return code

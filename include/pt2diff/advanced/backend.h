@@ -13,6 +13,7 @@
 #pragma once
 
 #include <ATen/core/ivalue.h>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -79,6 +80,7 @@ struct ObservedBuffer {
 struct KernelMap {
   std::string unavailable;              ///< why there is none, one line; empty when `buffers` is the map
   std::vector<ObservedBuffer> buffers;  ///< in the order the compiled code wrote them
+  std::map<std::string, std::string> code;  ///< each generated kernel's source, by kernel name (when the worker gives it)
 };
 
 /// A compiled region. run() takes one value per RegionSpec::inputs entry and returns one per output.
@@ -90,7 +92,7 @@ class CompiledRegion {
   double last_run_seconds() const { return last_run_seconds_; }
   /// The kernel map of the last run() of a region compiled with RegionSpec::observe: its buffers, or why
   /// there are none (this base: the backend gives none).
-  virtual KernelMap kernel_map() const { return {"the backend does not observe its compiled code", {}}; }
+  virtual KernelMap kernel_map() const { return {"the backend does not observe its compiled code", {}, {}}; }
 
  protected:
   double last_run_seconds_ = 0;

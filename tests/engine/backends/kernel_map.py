@@ -10,6 +10,9 @@
   with its own compiles, names the same node.
 - The same bug in div (the softmax's input scaled), which Inductor fuses with layer norm, softmax and
   gelu into one kernel: the first failing kernel is that fused one.
+- The op inside the failing kernel (kernels.inside): relu's kernel names relu, the fused layer-norm/softmax/
+  gelu kernel names _softmax (the op whose lowering holds the planted div), each within 1 + ceil(log2 |nodes|)
+  compiles, and `--repro DIR` saves that kernel's generated code beside the repro.
 - NaN origin: a NaN/Inf made by the compiled relu (its lowering planted to return log(-relu(x))) is
   "compiler" at relu in cpp_fused_relu_0; a NaN already in the input is "input".
 - Where there is no map, the report says why in one line: --no-kernel-map, a backend that does not
@@ -19,6 +22,7 @@ With PT2DIFF_TEST_DEVICE=cuda (scripts/gpu_test.sh) every run is `--device cuda`
 the Triton wrapper code, so kernels are named triton_*, and the "no map" checks (device independent) are skipped.
 """
 import json
+import math
 import os
 import subprocess
 import sys
@@ -74,7 +78,8 @@ def main():
 
         bug = f"external:{sys.executable} {BUG_WORKER}"
         for name, op, node in (("mlp", "relu", "relu"), ("ln_softmax_gelu_core", "div.Tensor", "_softmax")):
-            p, r = run(pt2diff, fixtures, name, tmp, "--compiled", bug, env={"PT2DIFF_PLANT_OP": op})
+            repro = os.path.join(tmp, "repro_" + name)
+            p, r = run(pt2diff, fixtures, name, tmp, "--compiled", bug, "--repro", repro, env={"PT2DIFF_PLANT_OP": op})
             if r is None:
                 expect(False, f"{name} with a bug in the {op} lowering: pt2diff exited {p.returncode}: {p.stderr.strip()[-300:]}")
                 continue
@@ -85,12 +90,22 @@ def main():
                    and first["name"].startswith(KERNEL_PREFIX),
                    f"{name} with a bug in the {op} lowering: the first failing kernel is "
                    f"{first and first['name']} (nodes {first and first['nodes']}), from the verdict's one compile")
+            if jsonschema:
+                jsonschema.validate(r, schema)
+            inside = k.get("inside") or {}
+            expect(inside.get("kind") == "single_op" and inside.get("op") == node and inside.get("kernel") == (first or {}).get("name")
+                   and 1 <= inside.get("compiles", 99) <= inside.get("bound", 0) and inside.get("bound") == 1 + math.ceil(math.log2(len(inside["nodes"]))),
+                   f"{name}: inside {inside.get('kernel')}: {inside.get('summary')} ({inside.get('compiles')} compiles, bound {inside.get('bound')})")
+            code_file = inside.get("code_file") or ""
+            expect(inside.get("code") and os.path.isfile(code_file) and open(code_file).read() == inside["code"]
+                   and os.path.dirname(code_file) == repro and ("def triton_" in inside["code"] if DEVICE == "cuda" else "extern \"C\"" in inside["code"]),
+                   f"{name}: the kernel's generated code saved beside the repro: {code_file} ({len(inside.get('code') or '')} chars)")
             culprit = (r.get("localization") or {}).get("culprit") or {}
             if op == "relu":
                 expect(k["first_failing_node"] == "relu" and culprit.get("nodes") == ["relu"],
                        f"{name}: its failing buffer is relu's, and localization ({(r.get('localization') or {}).get('compiles')} "
                        f"compiles) names {culprit.get('nodes')}")
-            print("\n".join(line for line in p.stdout.splitlines() if "kernel" in line))
+            print("\n".join(line for line in p.stdout.splitlines() if "kernel" in line or "generated code" in line))
 
         # NaN origin: made by the compiled relu (its lowering returns log(-relu(x))), or already in an input.
         p, r = run(pt2diff, fixtures, "mlp", tmp, "--compiled", bug, "--no-localize",

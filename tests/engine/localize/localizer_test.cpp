@@ -171,3 +171,54 @@ TEST(Localizer, TheReportSchemaListsEveryConclusionByItsName) {
 
 }  // namespace
 }  // namespace pt2diff
+
+namespace pt2diff {
+namespace {
+
+// The op inside a fused kernel (kernel_search.cpp): positions are the kernel's nodes, the failing one last.
+TEST(KernelSearch, FindsTheOpWithinOnePlusLog2Compiles) {
+  for (size_t n : {1, 2, 3, 4, 7, 8, 9, 31}) {
+    for (size_t bug = 0; bug < n; ++bug) {
+      FakeOracle oracle(n, bug, bug);  // a region of the first e nodes fails once it holds `bug`
+      KernelCulprit k = search_kernel(oracle, "cpp_fused_0", [](size_t) { return std::optional<bool>(true); }, nullptr);
+      ASSERT_EQ(k.kind, "single_op") << "n=" << n << " bug=" << bug << ": " << k.summary;
+      EXPECT_EQ(k.op, fmt::format("n{}", bug));
+      EXPECT_EQ(k.nodes.size(), n);
+      EXPECT_EQ(k.bound, 1 + static_cast<size_t>(std::ceil(std::log2(n))));
+      EXPECT_LE(k.compiles, k.bound) << "n=" << n << " bug=" << bug;
+      EXPECT_NE(k.summary.find("kernel cpp_fused_0 (nodes n0"), std::string::npos) << k.summary;
+      EXPECT_NE(k.summary.find(fmt::format("op n{} (aten.mm.default) diverges", bug)), std::string::npos) << k.summary;
+    }
+  }
+}
+
+TEST(KernelSearch, AnOpThatPassesAloneDivergesOnlyFused) {
+  FakeOracle oracle(6, 3, 3);
+  KernelCulprit k = search_kernel(oracle, "cpp_fused_1", [](size_t) { return std::optional<bool>(false); }, nullptr);
+  ASSERT_EQ(k.kind, "fused") << k.summary;
+  EXPECT_EQ(k.op, "n3");
+  EXPECT_EQ(k.fused_with, (std::vector<std::string>{"n0", "n1", "n2"}));
+  EXPECT_NE(k.summary.find("n3 (aten.mm.default) diverges only when fused with n0, n1, n2"), std::string::npos) << k.summary;
+  EXPECT_LE(k.compiles, k.bound);
+}
+
+TEST(KernelSearch, WithoutTheExplodedCompileTheOpAloneCostsOneMoreCompile) {
+  FakeOracle oracle(8, 5, 5);  // window [5, 6) holds the bug alone: it fails
+  KernelCulprit k = search_kernel(oracle, "k", [](size_t) { return std::optional<bool>(); }, nullptr);
+  ASSERT_EQ(k.kind, "single_op") << k.summary;
+  EXPECT_EQ(k.op, "n5");
+  EXPECT_EQ(k.bound, 1 + 3 + 1u);
+  EXPECT_LE(k.compiles, k.bound);
+}
+
+TEST(KernelSearch, KernelNodesThatPassFromExactInputsAreInconclusive) {
+  FakeOracle oracle(4, 9, 9);  // the bug is past the kernel's nodes: nothing here fails
+  KernelCulprit k = search_kernel(oracle, "k", [](size_t) { return std::optional<bool>(true); }, nullptr);
+  EXPECT_EQ(k.kind, "inconclusive");
+  EXPECT_TRUE(k.op.empty());
+  EXPECT_EQ(k.compiles, 1u);
+  EXPECT_NE(k.summary.find("takes its error from upstream"), std::string::npos) << k.summary;
+}
+
+}  // namespace
+}  // namespace pt2diff
