@@ -1,5 +1,5 @@
 // engine/diff/localize_kernel.cpp — stage localize_kernel: the op inside the kernel table's first failing
-// kernel. Its nodes that the failing node depends on are compiled as regions from fp64-exact inputs and
+// kernel. The nodes it computes toward the failing one are compiled as regions from fp64-exact inputs and
 // bisected (engine/localize/kernel_search.cpp) in at most 1 + ceil(log2 |nodes|) compiles; whether the op
 // fails alone comes from the exploded compile. Runs when a divergence is localized (the same conditions
 // as localize_divergence) and the kernel table named a first failing kernel.
@@ -20,21 +20,31 @@ void localize_kernel(RunState& s) {
   if (t.first_failing < 0 || t.first_failing_node.empty() || !graph_ok || !s.bisect || !s.backend.compiles_regions()) return;
   if (!(r.diverged || (suspicious_fails && r.suspicious))) return;
   const KernelCall& k = t.kernels[static_cast<size_t>(t.first_failing)];
-  std::map<std::string, NodeId> in_kernel;
-  for (const Node& n : g.nodes()) in_kernel[n.name] = n.id;
-  std::set<NodeId> kernel_ids;
+  std::map<std::string, NodeId> by_name;
+  for (const Node& n : g.nodes()) by_name[n.name] = n.id;
+  std::set<NodeId> kernel_ids, elsewhere;  // the kernel's own nodes; nodes whose value another kernel wrote
   for (const std::string& name : k.nodes)
-    if (auto it = in_kernel.find(name); it != in_kernel.end()) kernel_ids.insert(it->second);
-  auto failing = in_kernel.find(t.first_failing_node);
-  if (failing == in_kernel.end()) return;
-  // The kernel's nodes the failing one depends on (through the kernel's own nodes), and it.
+    if (auto it = by_name.find(name); it != by_name.end()) kernel_ids.insert(it->second);
+  for (const KernelCall& other : t.kernels)
+    if (&other != &k)
+      for (const KernelBuffer& b : other.buffers)
+        if (auto it = by_name.find(b.node); it != by_name.end() && !kernel_ids.count(it->second)) elsewhere.insert(it->second);
+  auto failing = by_name.find(t.first_failing_node);
+  if (failing == by_name.end() || kernel_ids.empty()) return;
+  // What the kernel computes toward its failing node: its own nodes, and the nodes between them that no
+  // kernel materialized (computed inline: a divide Inductor folds into the softmax it feeds). The walk
+  // stops at values other kernels wrote and at the kernel's first node.
+  const NodeId first = *kernel_ids.begin();
   std::set<NodeId> needed{failing->second};
   std::vector<NodeId> stack{failing->second};
   while (!stack.empty()) {
     const NodeId id = stack.back();
     stack.pop_back();
-    for (ValueId v : g.node(id).input_values())
-      if (NodeId p = g.value(v).producer; p != kGraphInput && kernel_ids.count(p) && needed.insert(p).second) stack.push_back(p);
+    for (ValueId v : g.node(id).input_values()) {
+      const NodeId p = g.value(v).producer;
+      if (p == kGraphInput || p < first || elsewhere.count(p)) continue;
+      if (needed.insert(p).second) stack.push_back(p);
+    }
   }
   std::vector<NodeId> nodes(needed.begin(), needed.end());  // NodeIds are in graph order
   bool exploded_ran = false;

@@ -10,9 +10,10 @@
   with its own compiles, names the same node.
 - The same bug in div (the softmax's input scaled), which Inductor fuses with layer norm, softmax and
   gelu into one kernel: the first failing kernel is that fused one.
-- The op inside the failing kernel (kernels.inside): relu's kernel names relu, the fused layer-norm/softmax/
-  gelu kernel names _softmax (the op whose lowering holds the planted div), each within 1 + ceil(log2 |nodes|)
-  compiles, and `--repro DIR` saves that kernel's generated code beside the repro.
+- The op inside the failing kernel (kernels.inside): relu's kernel names relu; the fused layer-norm/softmax/
+  gelu kernel names div (the graph's divide, which Inductor computes inline in that kernel without listing
+  it among the kernel's nodes), each within 1 + ceil(log2 |nodes|) compiles, and `--repro DIR` saves that
+  kernel's generated code beside the repro.
 - NaN origin: a NaN/Inf made by the compiled relu (its lowering planted to return log(-relu(x))) is
   "compiler" at relu in cpp_fused_relu_0; a NaN already in the input is "input".
 - Where there is no map, the report says why in one line: --no-kernel-map, a backend that does not
@@ -77,7 +78,8 @@ def main():
                 jsonschema.validate(r, schema)
 
         bug = f"external:{sys.executable} {BUG_WORKER}"
-        for name, op, node in (("mlp", "relu", "relu"), ("ln_softmax_gelu_core", "div.Tensor", "_softmax")):
+        # (fixture, planted op, a node of the failing kernel, the op the search inside it names)
+        for name, op, node, inner in (("mlp", "relu", "relu", "relu"), ("ln_softmax_gelu_core", "div.Tensor", "_softmax", "div")):
             repro = os.path.join(tmp, "repro_" + name)
             p, r = run(pt2diff, fixtures, name, tmp, "--compiled", bug, "--repro", repro, env={"PT2DIFF_PLANT_OP": op})
             if r is None:
@@ -93,7 +95,7 @@ def main():
             if jsonschema:
                 jsonschema.validate(r, schema)
             inside = k.get("inside") or {}
-            expect(inside.get("kind") == "single_op" and inside.get("op") == node and inside.get("kernel") == (first or {}).get("name")
+            expect(inside.get("kind") == "single_op" and inside.get("op") == inner and inside.get("kernel") == (first or {}).get("name")
                    and 1 <= inside.get("compiles", 99) <= inside.get("bound", 0) and inside.get("bound") == 1 + math.ceil(math.log2(len(inside["nodes"]))),
                    f"{name}: inside {inside.get('kernel')}: {inside.get('summary')} ({inside.get('compiles')} compiles, bound {inside.get('bound')})")
             code_file = inside.get("code_file") or ""
