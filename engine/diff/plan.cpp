@@ -111,13 +111,20 @@ void plan_run(RunState& s) {
   r.compiled = s.backend.name();
   r.rule = s.options.rule;
   s.interpreter.set_seed(s.options.backend.seed);  // the compiled side is seeded alike, every run
-  // Per-op inputs (exploded compile, localization windows) assume each value is written once; an op
-  // mutating values in place breaks that, so only whole-graph verdicts are given.
-  s.in_place = s.interpreter.mutates_inputs();  // scans every kernel: once
+  // Per-op inputs (exploded compile, localization windows) assume each value is written once. An op
+  // writing a fresh intermediate only it reads (training IR's relu_, hardswish_, dropout_) keeps that
+  // true: it computes its functional form, and kept values are copied (a later write would change
+  // them). Any other in-place write breaks it, so only whole-graph verdicts are given.
+  s.mutating = s.interpreter.mutates_inputs();  // scans every kernel: once
+  const std::vector<std::string> unconfined = s.interpreter.unconfined_mutations();
+  s.in_place = !unconfined.empty();
   if (s.in_place)
-    r.warnings.push_back("an op in this graph mutates values in place (a custom op in a training-IR graph): the exploded compile "
-                         "and localization are skipped; export the core ATen graph (ep.run_decompositions(), where mutation "
-                         "is functional: auto_functionalized) to localize");
+    r.warnings.push_back(fmt::format("node '{}'{} writes in place into a value another node can see (a graph input or output, "
+                                     "a view, a value read elsewhere, or inside a body): the exploded compile and localization "
+                                     "are skipped; export the core ATen graph (ep.run_decompositions(), where mutation is "
+                                     "functional) to localize",
+                                     unconfined.front(),
+                                     unconfined.size() > 1 ? fmt::format(" (and {} more)", unconfined.size() - 1) : ""));
   s.exploded = s.options.exploded && s.backend.compiles_regions() && !s.in_place;
   s.bisect = s.options.localize.enabled && !s.in_place;
   s.keep = s.exploded || (s.bisect && s.backend.compiles_regions()) || (s.options.kernel_map && s.backend.observes());

@@ -55,8 +55,9 @@ void keep_reference(const NodeStep& step, ReferenceRuns& reference, bool copy) {
   }
 }
 
-/// The node's errors; with `keep_values`, its values go to `values` too.
-NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values, DiffValues& values) {
+/// The node's errors; with `keep_values`, its values go to `values` too (copies with `copy`: a later
+/// op may write into them in place).
+NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values, bool copy, DiffValues& values) {
   NodeError ne;
   ne.name = step.node.name;
   ne.target = short_target(step.node.target);
@@ -68,9 +69,10 @@ NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values, Dif
     ne.values.push_back(value_error(g, outs[i], step.native[i], step.fp64[i], step.local[i], ulp_dtype));
     if (keep_values && ne.values.back().compared) {
       NodeValues& kept = values.by_value[ne.values.back().name];
-      kept.eager = step.native[i].toTensor();
-      kept.fp64 = step.fp64[i].toTensor();
-      kept.local = step.local[i].toTensor();
+      auto keep = [copy](const c10::IValue& v) { return copy ? v.toTensor().clone() : v.toTensor(); };
+      kept.eager = keep(step.native[i]);
+      kept.fp64 = keep(step.fp64[i]);
+      kept.local = keep(step.local[i]);
     }
   }
   return ne;
@@ -107,8 +109,8 @@ void run_references(RunState& s) {
   DiffResult& r = s.result;
   if (s.keep) s.reference = start_reference(s.program, s.inputs);
   s.runs = s.interpreter.run_lockstep(s.inputs, [&](const NodeStep& step) {
-    r.nodes.push_back(node_error(g, step, s.options.keep_values, *r.values));
-    if (s.keep) keep_reference(step, s.reference, s.in_place);
+    r.nodes.push_back(node_error(g, step, s.options.keep_values, s.mutating, *r.values));
+    if (s.keep) keep_reference(step, s.reference, s.mutating);
   });
   r.fixups = s.runs.fp64.fixups;
   r.autocast = autocast_regions(g);

@@ -32,7 +32,8 @@ struct RunState {
   Interpreter interpreter;
 
   // plan_run: what this graph and backend allow.
-  bool in_place = false;  ///< an op mutates values in place: whole-graph verdicts only
+  bool mutating = false;  ///< an op writes in place: kept values are copied
+  bool in_place = false;  ///< an op writes in place where a reader can see it: whole-graph verdicts only
   bool exploded = false;  ///< compile every op on its own
   bool bisect = false;    ///< localize a divergence
   bool keep = false;      ///< keep every eager and fp64 value (exploded compile, probes, hints)

@@ -2,7 +2,7 @@
 // diff() runs them in this order (pipeline.cpp); explain() runs the first two and explain_window().
 //
 //   stage                 reads                               adds
-//   plan_run              program, options, backend           warnings; in_place, exploded, bisect, keep
+//   plan_run              program, options, backend           warnings; mutating, in_place, exploded, bisect, keep
 //   run_references        inputs                              eager, fp64 and local runs: result.nodes (errors
 //                                                             per value), fix-ups, random nodes; kept values
 //   compile_graph         inputs                              the whole graph compiled and run; compiles[0]

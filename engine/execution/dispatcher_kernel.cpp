@@ -81,7 +81,11 @@ class DispatcherKernel : public Kernel {
     is_bitcast_ = name == "aten::view" && schema.overload_name() == "dtype";
     is_random_ = op_.hasTag(at::Tag::nondeterministic_seeded);
     for (const c10::Argument& a : schema.arguments())
-      if (a.alias_info() && a.alias_info()->isWrite()) mutates_ = true;
+      if (a.alias_info() && a.alias_info()->isWrite()) {
+        mutates_ = true;
+        written_.push_back(a.name());
+      }
+    for (const c10::Argument& r : schema.returns()) aliases_ = aliases_ || r.alias_info() != nullptr;
     for (const NamedArgument& a : node.inputs)
       if (a.arg.kind == Argument::Kind::Device && runs_elsewhere(a.arg.as<Device>()))
         device_rewrite_ = fmt::format("{} {} -> cpu", a.name, a.arg.as<Device>().str());
@@ -89,6 +93,8 @@ class DispatcherKernel : public Kernel {
 
   bool is_random() const override { return is_random_; }
   bool mutates_inputs() const override { return mutates_; }
+  std::vector<std::string> written_arguments() const override { return written_; }
+  bool output_may_alias_input() const override { return aliases_; }
   std::string device_rewrite() const override { return device_rewrite_; }
 
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
@@ -231,6 +237,8 @@ class DispatcherKernel : public Kernel {
   bool is_bitcast_ = false;
   bool is_random_ = false;
   bool mutates_ = false;
+  bool aliases_ = false;
+  std::vector<std::string> written_;
 };
 
 /// torch._higher_order_ops.auto_functionalize.clone_preserve_strides: a copy with the same strides
@@ -254,6 +262,8 @@ class AutoFunctionalizedKernel final : public DispatcherKernel {
   }
 
   bool mutates_inputs() const override { return false; }  // it mutates clones
+  std::vector<std::string> written_arguments() const override { return {}; }
+  bool output_may_alias_input() const override { return false; }  // it returns the op's outputs and the clones
 
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
     std::unordered_map<std::string, c10::IValue> given;

@@ -244,9 +244,10 @@ using WeightLookup = std::function<c10::IValue(const std::string& name, const c1
 
 /// Sets a run's graph inputs on `device`: weights from the program, user inputs from the binding. For
 /// the reference run, `lazy` (when given) marks its floating tensors to be cast to float64 on first
-/// use; without it they are cast here.
+/// use; without it they are cast here. `copy`: every tensor is a copy (an op of the graph may write
+/// into a graph input in place, which must change neither the caller's inputs nor the weights).
 Frame input_frame(const Program& p, const WeightLookup& weight, const BoundInputs& inputs, Precision precision,
-                  const c10::Device& device, LazyReference* lazy = nullptr) {
+                  const c10::Device& device, LazyReference* lazy = nullptr, bool copy = false) {
   const Graph& g = p.ir.graph;
   Frame f;
   f.values.resize(g.values().size());
@@ -274,6 +275,7 @@ Frame input_frame(const Program& p, const WeightLookup& weight, const BoundInput
                                                           g.value(ids.front()).name, input_kind_name(spec.kind)));
     }
     const auto slot = static_cast<size_t>(ids.front());
+    if (copy && value.isTensor()) value = value.toTensor().clone();
     if (precision == Precision::Fp64 && value.isTensor()) {
       if (lazy) {
         lazy->pending.resize(g.values().size());
@@ -318,6 +320,52 @@ bool Interpreter::mutates_inputs() const {
   return false;
 }
 
+namespace {
+
+/// Whether the in-place write of `node` into `v` is confined: `v` holds a fresh tensor (made by an op
+/// returning new storage, or by a chain of in-place ops over one) that nothing but the next op of the
+/// chain reads, neither a graph input nor a graph output. Then no reader can see the write, and the op
+/// computes what its functional form would from the value the engine keeps for `v`.
+bool confined_write(const Graph& g, const GraphPlan& plan, ValueId v, NodeId node) {
+  for (;;) {
+    const Value& value = g.value(v);
+    if (value.producer == kGraphInput || value.is_graph_output || value.users != std::vector<NodeId>{node}) return false;
+    const Kernel* producer = plan.kernels[static_cast<size_t>(value.producer)].get();
+    if (!producer) return false;
+    if (!producer->output_may_alias_input()) return true;
+    // An in-place producer returns its written argument: the write reaches that value too.
+    const std::vector<std::string> written = producer->written_arguments();
+    const NamedArgument* arg = written.size() == 1 ? g.node(value.producer).input(written.front()) : nullptr;
+    const std::vector<ValueId> tensors = arg ? arg->arg.tensor_values() : std::vector<ValueId>{};
+    if (!producer->mutates_inputs() || tensors.size() != 1) return false;  // a view, or nothing to follow
+    node = value.producer;
+    v = tensors.front();
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> Interpreter::unconfined_mutations() const {
+  std::vector<std::string> out;
+  const Graph& top = impl_->program.ir.graph;
+  auto scan = [&](const Graph& graph, const GraphPlan& plan) {
+    for (size_t i = 0; i < plan.kernels.size(); ++i) {
+      const Kernel* kernel = plan.kernels[i].get();
+      if (!kernel || !kernel->mutates_inputs()) continue;
+      const Node& n = graph.node(static_cast<NodeId>(i));
+      bool confined = &graph == &top && !kernel->written_arguments().empty();  // a body's writes: not followed
+      for (const std::string& name : kernel->written_arguments())
+        if (const NamedArgument* arg = n.input(name); confined && arg)
+          for (ValueId v : arg->arg.tensor_values()) confined = confined && confined_write(top, plan, v, n.id);
+      if (!confined) out.push_back(n.name);
+    }
+  };
+  if (auto it = impl_->plans.find(&top); it != impl_->plans.end()) scan(top, it->second);  // in graph order
+  for (const auto& [graph, plan] : impl_->plans)
+    if (graph != &top) scan(*graph, plan);
+  return out;
+}
+
 void Interpreter::set_devices(const Device& native, const Device& reference) {
   impl_->native_device = c10::Device(native.str());
   impl_->reference_device = c10::Device(reference.str());
@@ -346,7 +394,9 @@ RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options)
   std::set<std::string> fixups;
   ExecContext ctx = impl_->context(options.precision, result, fixups);
   LazyReference lazy;
-  Frame f = input_frame(impl_->program, impl_->lookup(), inputs, options.precision, ctx.device, &lazy);
+  // A write another node can see may land in a graph input: each run starts from copies of them.
+  const bool copy = !unconfined_mutations().empty();
+  Frame f = input_frame(impl_->program, impl_->lookup(), inputs, options.precision, ctx.device, &lazy, copy);
   result.outputs = impl_->run_graph(impl_->program.ir.graph, f, ctx, options, true, &lazy);
   result.fixups.assign(fixups.begin(), fixups.end());
   return result;
@@ -476,8 +526,9 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
   ExecContext native_ctx = impl_->context(Precision::Native, result.native, native_fixups);
   ExecContext fp64_ctx = impl_->context(Precision::Fp64, result.fp64, fp64_fixups);
   LazyReference lazy;
-  Frame native = input_frame(p, impl_->lookup(), inputs, Precision::Native, native_ctx.device);
-  Frame fp64 = input_frame(p, impl_->lookup(), inputs, Precision::Fp64, fp64_ctx.device, &lazy);
+  const bool copy = !unconfined_mutations().empty();  // as in run(): writes into graph inputs stay in this run
+  Frame native = input_frame(p, impl_->lookup(), inputs, Precision::Native, native_ctx.device, nullptr, copy);
+  Frame fp64 = input_frame(p, impl_->lookup(), inputs, Precision::Fp64, fp64_ctx.device, &lazy, copy);
   // The fp64 run on another device draws from another generator: its random nodes are not comparable.
   const bool one_generator = native_ctx.device == fp64_ctx.device;
   Frame scratch;

@@ -40,6 +40,11 @@ class Kernel {
   virtual bool is_random() const { return false; }
   /// Writes into an input in place (a custom op's `Tensor(a!)` argument in a training-IR graph).
   virtual bool mutates_inputs() const { return false; }
+  /// The names of the schema arguments this kernel writes in place (empty when it writes none).
+  virtual std::vector<std::string> written_arguments() const { return {}; }
+  /// Whether an output may share storage with an input (a view, or the return of an in-place op).
+  /// True unless the kernel knows its op returns fresh tensors only.
+  virtual bool output_may_alias_input() const { return true; }
   /// How this kernel departs from the node as written so that a graph exported on a GPU runs on the
   /// CPU ("device cuda:0 -> cpu", a CUDA-only op run as its reference form); empty when it does not.
   virtual std::string device_rewrite() const { return {}; }

@@ -139,6 +139,15 @@ class Interpreter {
   /// run may change later in that run, so keepers copy them.
   bool mutates_inputs() const;
 
+  /// The nodes whose in-place writes another reader could see, by name (top-level graph order, then
+  /// nodes of bodies): a write into a graph input or output, into a value something else reads, into a
+  /// view, or inside a higher-order op's body. Per-op inputs (exploded compiles, localization windows)
+  /// cannot stand for those. Every other write is confined: the op writes a fresh intermediate that
+  /// only it reads (training IR's `relu_`, `hardswish_`, `dropout_` after a conv or a linear, and chains
+  /// of them), so it computes what its functional form would. Empty when nothing writes, or every
+  /// write is confined.
+  std::vector<std::string> unconfined_mutations() const;
+
   /// The nodes that run differently from the graph as written because pt2diff runs it on the CPU, in
   /// graph order. Empty for a graph exported on the CPU, and for native runs on a GPU. Known before
   /// anything runs.
