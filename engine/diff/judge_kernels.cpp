@@ -19,7 +19,7 @@ namespace {
 std::string shape_of(const at::Tensor& t) { return fmt::format("[{}]", fmt::join(t.sizes(), ", ")); }
 
 /// The value of `node` that `buffer` holds: the output `index` when the compiler says, else the one
-/// output with the buffer's dtype and element count. kNoValue (with why) when there is none or several.
+/// output with the buffer's dtype and (static) element count. kNoValue (with why) when there is none or several.
 ValueId value_for(const Graph& g, const Node& node, const ObservedBuffer& b, std::string& why) {
   const std::vector<ValueId> outs = node.output_values();
   std::vector<ValueId> candidates;
@@ -28,6 +28,13 @@ ValueId value_for(const Graph& g, const Node& node, const ObservedBuffer& b, std
     const Value& v = g.value(outs[i]);
     if (v.kind != ValueKind::Tensor || !v.meta) continue;
     if (v.meta->dtype != DType::Undefined && static_cast<DType>(b.value.scalar_type()) != v.meta->dtype) continue;
+    int64_t numel = 1;  // a static element count that differs rules it out (layer norm's output vs its mean)
+    bool known = true;
+    for (const SymInt& d : v.meta->sizes) {
+      known = known && d.value.has_value();
+      if (d.value) numel *= *d.value;
+    }
+    if (known && numel != b.value.numel()) continue;
     candidates.push_back(outs[i]);
   }
   if (candidates.size() == 1) return candidates[0];
