@@ -62,9 +62,15 @@ def compile_model(graph, inputs):
     import torch
     from torch._dynamo.debug_utils import AccuracyError
 
-    mod = torch.export.load(graph).module()
+    ep = torch.export.load(graph)
+    mod = ep.module()
     x = torch.load(inputs, weights_only=True)
-    args, kwargs = (tuple(x), {}) if isinstance(x, (tuple, list)) else ((), dict(x))
+    if isinstance(x, dict):  # every user input by name: the program's call spec says which are keywords
+        spec = ep.call_spec.in_spec
+        keywords = list((spec.child(1) if hasattr(spec, "child") else spec.children_specs[1]).context)
+        args, kwargs = tuple(v for k, v in x.items() if k not in keywords), {k: x[k] for k in keywords}
+    else:
+        args, kwargs = tuple(x), {}
     try:
         torch.compile(mod)(*args, **kwargs)
         print(json.dumps({"accuracy_failed": False}))
