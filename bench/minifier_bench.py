@@ -11,7 +11,8 @@ tests/engine/localize/lowering_bug_worker.py, the minifier's processes get it fr
 bench/minifier_plant/sitecustomize.py (on PYTHONPATH). Inductor's caches are off on both sides
 (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1): a cache hit skips the minifier's accuracy check.
 
-- The minifier: `torch.compile(torch.export.load(G).module())(*inputs)` with TORCHDYNAMO_REPRO_AFTER=aot,
+- The minifier: `torch.compile(torch.export.load(G).module())(*inputs)` under torch.no_grad() (the
+  inference graph pt2diff's worker compiles too) with TORCHDYNAMO_REPRO_AFTER=aot,
   TORCHDYNAMO_REPRO_LEVEL=4 and a fresh TORCH_COMPILE_DEBUG_DIR (its accuracy check fails and it writes
   minifier_launcher.py), then `python minifier_launcher.py minify` (its default: every candidate graph
   checked in a fresh process). Wall time of each phase, Inductor compiles (counted by the patch in every
@@ -72,7 +73,8 @@ def compile_model(graph, inputs):
     else:
         args, kwargs = tuple(x), {}
     try:
-        torch.compile(mod)(*args, **kwargs)
+        with torch.no_grad():  # the inference graph, as pt2diff's worker compiles it (with grad: AOTAutograd's forward)
+            torch.compile(mod)(*args, **kwargs)
         print(json.dumps({"accuracy_failed": False}))
     except AccuracyError as e:
         print(json.dumps({"accuracy_failed": True, "error": str(e)[:200]}))
