@@ -2,6 +2,7 @@
 """pt2diff against PyTorch's accuracy minifier on the same planted Inductor bugs (docs/performance.md), run by hand:
 
     python bench/minifier_bench.py PT2DIFF [--cases mlp_relu,...] [--timeout 1200] [--no-cache-check]
+    python bench/minifier_bench.py --combine A.json B.json [--out OUT]   (runs made apart, as one results file)
     python bench/run.py --render-only        (renders bench/results/minifier.json into docs/performance.md)
 
 Each case is a fixture and a bug planted in Inductor's lowering of one ATen op at one shape
@@ -231,9 +232,45 @@ def machine():
     return {"cpu": model, "cores": os.cpu_count(), "memory_gib": round(mem_kib / 2**20), "compiler": cxx[0] if cxx else "unknown"}
 
 
+def merge(old, new):
+    """Results of two runs as one: new's cases replace old's of the same name, commands and commits kept."""
+    ran = {r["case"] for r in new["data"]["cases"]}
+    rows = [r for r in old["data"]["cases"] if r["case"] not in ran] + new["data"]["cases"]
+    rows.sort(key=lambda r: list(CASES).index(r["case"]) if r["case"] in CASES else len(CASES))
+    commits = old["commit"].split(", ")
+    commits += [c for c in new["commit"].split(", ") if c not in commits]
+    dates = sorted(set(old["date"].split(", ") + new["date"].split(", ")))
+    return {**new, "commit": ", ".join(commits), "date": ", ".join(dates), "commands": old["commands"] + new["commands"],
+            "data": {"cases": rows, "cache_check": new["data"].get("cache_check") or old["data"].get("cache_check")}}
+
+
+def write(path, res):
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print(f"wrote {os.path.relpath(path)}; render with: python bench/run.py --render-only", file=sys.stderr)
+
+
+def combine(paths, out):
+    """`--combine A.json B.json ... [--out OUT]`: results of runs made separately (concurrently) as one file."""
+    res = None
+    for path in paths:
+        with open(path) as f:
+            res = json.load(f) if res is None else merge(res, json.load(f))
+    write(out, res)
+    return 0
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--compile-model":
         return compile_model(sys.argv[2], sys.argv[3])
+    if len(sys.argv) > 2 and sys.argv[1] == "--combine":
+        files = sys.argv[2:]
+        out = RESULT
+        if "--out" in files:
+            i = files.index("--out")
+            out, files = files[i + 1], files[:i] + files[i + 2:]
+        return combine(files, out)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("pt2diff", help="the pt2diff CLI")
     ap.add_argument("--python", default=sys.executable, help="the venv's Python (default: this one)")
@@ -271,22 +308,13 @@ def main():
         argv.append("--merge")
     commands = [{"argv": argv, "note": a.note}]
     measured = (rev or "unknown") + ("-dirty" if dirty else "")
-    if a.merge and os.path.exists(a.out):
-        with open(a.out) as f:
-            old = json.load(f)
-        ran = {r["case"] for r in rows}
-        rows = [r for r in old["data"]["cases"] if r["case"] not in ran] + rows
-        rows.sort(key=lambda r: list(CASES).index(r["case"]) if r["case"] in CASES else len(CASES))
-        cache = cache or old["data"].get("cache_check")
-        commands = old["commands"] + commands
-        measured = old["commit"] if measured in old["commit"].split(", ") else old["commit"] + ", " + measured
     res = {"section": "minifier", "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
            "commit": measured, "runner": "bench/minifier_bench.py", "machine": machine(),
            "torch": torch_version, "commands": commands, "data": {"cases": rows, "cache_check": cache}}
-    with open(a.out, "w") as f:
-        json.dump(res, f, indent=1, sort_keys=True)
-        f.write("\n")
-    print(f"wrote {os.path.relpath(a.out)}; render with: python bench/run.py --render-only", file=sys.stderr)
+    if a.merge and os.path.exists(a.out):
+        with open(a.out) as f:
+            res = merge(json.load(f), res)
+    write(a.out, res)
     return 0
 
 
