@@ -50,8 +50,9 @@ CASES = {
     "mlp_relu": ("mlp.pt2", "mlp_inputs.pt", "relu", "4,64", "relu between the two linears"),
     "ln_softmax_gelu_div": ("ln_softmax_gelu_core.pt2", "ln_softmax_gelu_inputs.pt", "div.Tensor", "4,48",
                             "div at [4, 48]: h / temperature and softmax's own division, one fused kernel with layer norm and gelu"),
-    "attention_add": ("attention_core.pt2", "attention_inputs.pt", "add.Tensor", "2,4,8,8",
-                      "add at [2, 4, 8, 8]: the mask added to q·kᵀ after the bmm, not the output's bias add"),
+    "attention_add": ("attention_core.pt2", "attention_inputs.pt", "add.Tensor", "2,8,32",
+                      "add at [2, 8, 32]: the output projection's bias added after its bmm (the mask's add at [2, 4, 8, 8]"
+                      " never reaches add's lowering)"),
     "conv_bn_relu_relu": ("conv_bn_relu_core.pt2", "conv_bn_relu_inputs.pt", "relu", "2,8,8,8",
                           "relu after the convolution and batch norm"),
 }
