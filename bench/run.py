@@ -480,8 +480,11 @@ def ren_minifier(d):
             k = p.get("first_failing_kernel")
             if k:
                 names += f"; kernel table: first failing `{k['name']}` (nodes {ops(k['nodes'])}), no extra compile"
-            what = " + ".join(x["what"] for x in p["compiles"])
-            rows.append([case, "pt2diff", fmt_time(p["wall_s"]), f"{len(p['compiles'])} ({what})", names])
+            split = [x["what"] for x in p["compiles"]] + [f"{p['localization_compiles'] or 0} localization"]
+            rest = p["inductor_compiles"] - len(p["compiles"]) - (p["localization_compiles"] or 0)
+            if rest:
+                split.append(f"{rest} for the hints")
+            rows.append([case, "pt2diff", fmt_time(p["wall_s"]), f"{p['inductor_compiles']} ({' + '.join(split)})", names])
         else:
             rows.append([case, "pt2diff", f"exit {p['exit']}", "-", "no report"])
         m = c["minifier"]
