@@ -35,6 +35,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -101,15 +102,21 @@ def compile_sizes(log, skip=0):
 
 
 def run(argv, env, cwd, timeout):
-    """Runs argv; returns (exit code or "timeout", wall seconds, stdout, stderr)."""
+    """Runs argv in its own session; returns (exit code or "timeout", wall seconds, stdout, stderr). On the
+    timeout the whole session is killed: the minifier's isolated checks are its children."""
     t0 = time.perf_counter()
-    try:
-        p = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-        return p.returncode, time.perf_counter() - t0, p.stdout, p.stderr
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
-        return "timeout", time.perf_counter() - t0, out, err
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=err, text=True, start_new_session=True)
+        try:
+            code = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            code = "timeout"
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        return code, wall, out.read(), err.read()
 
 
 def aten_ops(repro):
@@ -161,10 +168,10 @@ def minifier(case, python, timeout, tmp):
     repro = os.path.join(os.path.dirname(launcher), "repro.py")
     res["minify"] = {"exit": code, "wall_s": wall2, "compiles": count(log, "compile") - before, "compile_nodes": compile_sizes(log, before),
                      "queries": int(queries[-1]) if queries else None, "timed_out": code == "timeout", "timeout_s": timeout}
-    if os.path.exists(repro) and code == 0:
+    if os.path.exists(repro) and code in (0, "timeout"):  # on a timeout: the smallest failing graph it had reached
         res["minify"]["ops"] = aten_ops(repro)
         res["minify"]["repro_nodes"] = len(re.findall(r"^\s+\w+ = ", open(repro).read().split("def forward", 1)[-1].split("mod = Repro()")[0], re.M))
-    else:
+    if code != 0:
         res["minify"]["stderr_tail"] = err[-2000:]
     print(f"  {case}: minifier minify {wall2:.1f} s, exit {code}, {res['minify']['compiles']} compiles, "
           f"{res['minify']['queries']} queries, ops {res['minify'].get('ops')}", file=sys.stderr, flush=True)

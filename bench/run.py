@@ -496,10 +496,12 @@ def ren_minifier(d):
         total = det["wall_s"] + mini["wall_s"]
         wall_cell = f"{fmt_time(total)} ({fmt_time(det['wall_s'])} + {fmt_time(mini['wall_s'])})"
         compiles = f"{det['compiles'] + mini['compiles']} ({det['compiles']} + {mini['compiles']}; {mini['queries']} queries)"
+        left = ", ".join(f"`{n}`" + (f" ×{k}" if k > 1 else "") for n, k in (mini.get("ops") or {}).items()) or "no ATen op"
         if mini["timed_out"]:
-            rows.append([case, "minifier", f"over {fmt_time(mini['timeout_s'])} (timed out)", compiles, "nothing: cut by the timeout"])
+            reached = (f"cut by the time limit; its smallest failing graph by then: {mini['repro_nodes']} nodes, ops {left}"
+                       if "ops" in mini else "nothing: cut by the time limit before a smaller failing graph")
+            rows.append([case, "minifier", f"over {fmt_time(mini['timeout_s'])} (the limit)", compiles, reached])
         elif "ops" in mini:
-            left = ", ".join(f"`{n}`" + (f" ×{k}" if k > 1 else "") for n, k in mini["ops"].items()) or "no ATen op"
             rows.append([case, "minifier", wall_cell, compiles, f"minified repro: {mini['repro_nodes']} nodes, ops {left}"])
         else:
             rows.append([case, "minifier", wall_cell, compiles, f"minify exited {mini['exit']}, no repro.py"])
