@@ -498,8 +498,8 @@ def ren_minifier(d):
         compiles = f"{det['compiles'] + mini['compiles']} ({det['compiles']} + {mini['compiles']}; {mini['queries']} queries)"
         left = ", ".join(f"`{n}`" + (f" ×{k}" if k > 1 else "") for n, k in (mini.get("ops") or {}).items()) or "no ATen op"
         if mini["timed_out"]:
-            reached = (f"cut by the time limit; its smallest failing graph by then: {mini['repro_nodes']} nodes, ops {left}"
-                       if "ops" in mini else "nothing: cut by the time limit before a smaller failing graph")
+            reached = "no culprit: cut by the time limit" + (
+                f"; its smallest failing graph by then: {mini['repro_nodes']} nodes, ops {left}" if "ops" in mini else "")
             rows.append([case, "minifier", f"over {fmt_time(mini['timeout_s'])} (the limit)", compiles, reached])
         elif "ops" in mini:
             rows.append([case, "minifier", wall_cell, compiles, f"minified repro: {mini['repro_nodes']} nodes, ops {left}"])
