@@ -171,6 +171,7 @@ def minifier(case, python, timeout, tmp):
     if os.path.exists(repro) and code in (0, "timeout"):  # on a timeout: the smallest failing graph it had reached
         res["minify"]["ops"] = aten_ops(repro)
         res["minify"]["repro_nodes"] = len(re.findall(r"^\s+\w+ = ", open(repro).read().split("def forward", 1)[-1].split("mod = Repro()")[0], re.M))
+    res["minify"]["progress"] = [[int(a), int(b)] for a, b in re.findall(r"Went from (\d+) to (\d+) nodes", out + err)]
     if code != 0:
         res["minify"]["stderr_tail"] = err[-2000:]
     print(f"  {case}: minifier minify {wall2:.1f} s, exit {code}, {res['minify']['compiles']} compiles, "

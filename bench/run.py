@@ -495,11 +495,15 @@ def ren_minifier(d):
             continue
         total = det["wall_s"] + mini["wall_s"]
         wall_cell = f"{fmt_time(total)} ({fmt_time(det['wall_s'])} + {fmt_time(mini['wall_s'])})"
-        compiles = f"{det['compiles'] + mini['compiles']} ({det['compiles']} + {mini['compiles']}; {mini['queries']} queries)"
+        compiles = f"{det['compiles'] + mini['compiles']} ({det['compiles']} + {mini['compiles']}" + (
+            f"; {mini['queries']} queries)" if mini["queries"] is not None else ")")
         left = ", ".join(f"`{n}`" + (f" ×{k}" if k > 1 else "") for n, k in (mini.get("ops") or {}).items()) or "no ATen op"
         if mini["timed_out"]:
+            # the minifier's own progress lines ("Went from 34 to 33 nodes"): all of them, or those in the kept stderr tail
+            went = mini.get("progress") or re.findall(r"Went from (\d+) to (\d+) nodes", mini.get("stderr_tail", ""))
             reached = "no culprit: cut by the time limit" + (
-                f"; its smallest failing graph by then: {mini['repro_nodes']} nodes, ops {left}" if "ops" in mini else "")
+                f"; its smallest failing graph by then: {mini['repro_nodes']} nodes, ops {left}" if "ops" in mini else "") + (
+                f" (its last step printed: from {went[-1][0]} to {went[-1][1]} FX nodes)" if went else "")
             rows.append([case, "minifier", f"over {fmt_time(mini['timeout_s'])} (the limit)", compiles, reached])
         elif "ops" in mini:
             rows.append([case, "minifier", wall_cell, compiles, f"minified repro: {mini['repro_nodes']} nodes, ops {left}"])
