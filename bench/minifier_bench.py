@@ -123,7 +123,7 @@ def aten_ops(repro):
     """The ATen ops called in the minified repro's forward, in order, with their counts."""
     with open(repro) as f:
         text = f.read()
-    body = text[text.index("def forward"):text.index("mod = Repro()")] if "def forward" in text and "mod = Repro()" in text else text
+    body = text[text.index("def forward"):text.index("def load_args")] if "def forward" in text and "def load_args" in text else text
     ops = {}
     for m in re.finditer(r"torch\.ops\.aten\.(\w+)\.(\w+)\(", body):
         name = f"aten.{m.group(1)}.{m.group(2)}"
@@ -170,7 +170,6 @@ def minifier(case, python, timeout, tmp):
                      "queries": int(queries[-1]) if queries else None, "timed_out": code == "timeout", "timeout_s": timeout}
     if os.path.exists(repro) and code in (0, "timeout"):  # on a timeout: the smallest failing graph it had reached
         res["minify"]["ops"] = aten_ops(repro)
-        res["minify"]["repro_nodes"] = len(re.findall(r"^\s+\w+ = ", open(repro).read().split("def forward", 1)[-1].split("mod = Repro()")[0], re.M))
     res["minify"]["progress"] = [[int(a), int(b)] for a, b in re.findall(r"Went from (\d+) to (\d+) nodes", out + err)]
     if code != 0:
         res["minify"]["stderr_tail"] = err[-2000:]

@@ -502,11 +502,11 @@ def ren_minifier(d):
             # the minifier's own progress lines ("Went from 34 to 33 nodes"): all of them, or those in the kept stderr tail
             went = mini.get("progress") or re.findall(r"Went from (\d+) to (\d+) nodes", mini.get("stderr_tail", ""))
             reached = "no culprit: cut by the time limit" + (
-                f"; its smallest failing graph by then: {mini['repro_nodes']} nodes, ops {left}" if "ops" in mini else "") + (
+                f"; its smallest failing graph by then: {sum(mini['ops'].values())} ATen calls, ops {left}" if "ops" in mini else "") + (
                 f" (its last step printed: from {went[-1][0]} to {went[-1][1]} FX nodes)" if went else "")
             rows.append([case, "minifier", f"over {fmt_time(mini['timeout_s'])} (the limit)", compiles, reached])
         elif "ops" in mini:
-            rows.append([case, "minifier", wall_cell, compiles, f"minified repro: {mini['repro_nodes']} nodes, ops {left}"])
+            rows.append([case, "minifier", wall_cell, compiles, f"minified repro: {sum(mini['ops'].values())} ATen call(s): {left}"])
         else:
             rows.append([case, "minifier", wall_cell, compiles, f"minify exited {mini['exit']}, no repro.py"])
     out = table(["case (fixture: planted op at shape)", "tool", "wall time to culprit", "Inductor compiles", "what it names"], rows)
