@@ -54,8 +54,6 @@ CASES = {
     "attention_add": ("attention_core.pt2", "attention_inputs.pt", "add.Tensor", "2,8,32",
                       "add at [2, 8, 32]: the output projection's bias added after its bmm (the mask's add at [2, 4, 8, 8]"
                       " never reaches add's lowering)"),
-    "conv_bn_relu_relu": ("conv_bn_relu_core.pt2", "conv_bn_relu_inputs.pt", "relu", "2,8,8,8",
-                          "relu after the convolution and batch norm"),
 }
 
 
