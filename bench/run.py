@@ -465,8 +465,65 @@ def ren_kernel_map(d):
                   "whole diff: off / on"], rows)
 
 
+def ren_minifier(d):
+    """bench/minifier_bench.py's rows (run by hand: bench/results/minifier.json): each planted case, pt2diff
+    then the accuracy minifier, and whether the minifier's check fires with Inductor's caches on."""
+    def ops(names):
+        return ", ".join(f"`{n}`" for n in names or []) or "-"
+
+    rows = []
+    for c in d["cases"]:
+        case = f"{c['graph']}: `{c['op']}` at [{c['shape'].replace(',', ', ')}]"
+        p = c["pt2diff"]
+        if "culprit_nodes" in p:
+            names = f"culprit node {ops(p['culprit_nodes'])} ({ops(p['culprit_ops'])})"
+            k = p.get("first_failing_kernel")
+            if k:
+                names += f"; kernel table: first failing `{k['name']}` (nodes {ops(k['nodes'])}), no extra compile"
+            split = [x["what"] for x in p["compiles"]] + [f"{p['localization_compiles'] or 0} localization"]
+            rest = p["inductor_compiles"] - len(p["compiles"]) - (p["localization_compiles"] or 0)
+            if rest:
+                split.append(f"{rest} for the hints")
+            rows.append([case, "pt2diff", fmt_time(p["wall_s"]), f"{p['inductor_compiles']} ({' + '.join(split)})", names])
+        else:
+            rows.append([case, "pt2diff", f"exit {p['exit']}", "-", "no report"])
+        m = c["minifier"]
+        det, mini = m["detect"], m.get("minify")
+        if mini is None:
+            rows.append([case, "minifier", fmt_time(det["wall_s"]), str(det["compiles"]),
+                         "no minifier_launcher.py written" + ("" if det["accuracy_failed"] else ": the accuracy check passed")])
+            continue
+        total = det["wall_s"] + mini["wall_s"]
+        wall_cell = f"{fmt_time(total)} ({fmt_time(det['wall_s'])} + {fmt_time(mini['wall_s'])})"
+        compiles = f"{det['compiles'] + mini['compiles']} ({det['compiles']} + {mini['compiles']}" + (
+            f"; {mini['queries']} queries)" if mini["queries"] is not None else ")")
+        left = ", ".join(f"`{n}`" + (f" ×{k}" if k > 1 else "") for n, k in (mini.get("ops") or {}).items()) or "no ATen op"
+        if mini["timed_out"]:
+            # the minifier's own progress lines ("Went from 34 to 33 nodes"): all of them, or those in the kept stderr tail
+            went = mini.get("progress") or re.findall(r"Went from (\d+) to (\d+) nodes", mini.get("stderr_tail", ""))
+            reached = "no culprit: cut by the time limit" + (
+                f"; its smallest failing graph by then: {sum(mini['ops'].values())} ATen calls, ops {left}" if "ops" in mini else "") + (
+                f" (its last step printed: from {went[-1][0]} to {went[-1][1]} FX nodes)" if went else "")
+            rows.append([case, "minifier", f"over {fmt_time(mini['timeout_s'])} (the limit)", compiles, reached])
+        elif "ops" in mini:
+            rows.append([case, "minifier", wall_cell, compiles, f"minified repro: {sum(mini['ops'].values())} ATen call(s): {left}"])
+        else:
+            rows.append([case, "minifier", wall_cell, compiles, f"minify exited {mini['exit']}, no repro.py"])
+    out = table(["case (fixture: planted op at shape)", "tool", "wall time to culprit", "Inductor compiles", "what it names"], rows)
+    cc = d.get("cache_check")
+    if cc:
+        def fired(r):
+            return "failed, minifier_launcher.py written" if r["accuracy_failed"] else "did not fail, nothing written"
+        runs_ = "; ".join(f"{r['cache']} cache: {r['compiles']} Inductor compiles, the accuracy check {fired(r)} ({fmt_time(r['wall_s'])})"
+                          for r in cc["runs"])
+        out += (f"\n\nWith Inductor's caches on ({cc['case']}: a fresh cache directory, the model compiled twice under the minifier's"
+                f" settings): {runs_}.")
+    return out
+
+
 RENDERERS = {n: globals()["ren_" + n] for n in ALL_SECTIONS}
 RENDERERS["gpu"] = ren_gpu  # rendered from results only: bench/gpu_bench.py measures it on a GPU machine
+RENDERERS["minifier"] = ren_minifier  # rendered from results only: bench/minifier_bench.py, run by hand
 
 
 def caption(res):

@@ -2,7 +2,8 @@
 """The Inductor worker with a compiler bug planted in a lowering, for kernel-map and localization tests:
 Inductor's lowering of one ATen op (PT2DIFF_PLANT_OP: "relu", "div.Tensor"; default relu) returns its result scaled by
 (1 + PT2DIFF_PLANT_ERROR), default 1e-2, inside the generated kernel; PT2DIFF_PLANT_ERROR=nan makes it
-log(-result) instead (NaN and -Inf where eager is finite). The graph Inductor lowers is the
+log(-result) instead (NaN and -Inf where eager is finite); PT2DIFF_PLANT_SHAPE limits it to one shape.
+The patch is planted_lowering.py (shared with bench/minifier_bench.py). The graph Inductor lowers is the
 real one (no FX pass rewrites it), so the bug is in the compiled code only, as a wrong lowering would be.
 Everything else is the real worker; its own Inductor cache, FX graph cache off, so no kernel compiled
 without the bug is reused.
@@ -15,24 +16,12 @@ import sys
 
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.expanduser("~/.cache/pt2diff/inductor-lowering-bug-test")
 os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
-import torch  # noqa: E402
-from torch._inductor import lowering  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import planted_lowering  # noqa: E402
 
-NAME, _, OVERLOAD = os.environ.get("PT2DIFF_PLANT_OP", "relu").partition(".")
-OP = getattr(getattr(torch.ops.aten, NAME), OVERLOAD or "default")
-ERROR = os.environ.get("PT2DIFF_PLANT_ERROR", "1e-2")  # a relative error, or "nan": log(-result), NaN/-Inf
-overload = OP if OP in lowering.lowerings else OP.overloadpacket
-right = lowering.lowerings[overload]
+sys.path.pop(0)
 
-
-def wrong(*args, **kwargs):
-    result = right(*args, **kwargs)
-    if ERROR == "nan":
-        return lowering.lowerings[torch.ops.aten.log.default](lowering.lowerings[torch.ops.aten.neg.default](result))
-    return lowering.lowerings[torch.ops.aten.mul.Tensor](result, 1.0 + float(ERROR))
-
-
-lowering.lowerings[overload] = wrong
+planted_lowering.plant()
 worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "engine", "backends", "inductor_worker.py")
 sys.argv = [worker] + sys.argv[1:]
 runpy.run_path(worker, run_name="__main__")

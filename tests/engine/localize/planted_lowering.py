@@ -1,0 +1,78 @@
+"""A compiler bug planted in Inductor's lowering of one ATen op, shared by every process that must see it:
+the pt2diff worker with the bug (lowering_bug_worker.py) and the accuracy-minifier benchmark
+(bench/minifier_bench.py, which needs it in the minifier's own processes too: bench/minifier_plant/).
+
+Configured by the environment, so that child processes inherit it:
+- PT2DIFF_PLANT_OP: the op whose lowering is wrong ("relu", "div.Tensor", "add.Tensor"; default relu);
+- PT2DIFF_PLANT_ERROR: its result is scaled by (1 + ERROR) inside the generated kernel, default 1e-2;
+  "nan" makes it log(-result) instead (NaN and -Inf where eager is finite);
+- PT2DIFF_PLANT_SHAPE: if set ("2,4,8,8"), only results of that shape are wrong: the bug is in one op
+  at one shape, as real lowering bugs often are; unset, every shape;
+- PT2DIFF_PLANT_LOG: if set, a file that gets one line per Inductor compile ("compile NODES PID": the
+  FX graph's call_function nodes) and per wrong lowering applied ("planted SHAPE PID"), appended by every
+  process, to count them.
+
+The graph Inductor lowers is the real one (no FX pass rewrites it), so the bug is in the compiled code
+only, as a wrong lowering would be.
+
+    import planted_lowering; planted_lowering.plant()
+"""
+import os
+
+_planted = False
+
+
+def _log(line):
+    path = os.environ.get("PT2DIFF_PLANT_LOG")
+    if path:
+        with open(path, "a") as f:  # one short write per line: O_APPEND keeps lines whole across processes
+            f.write(f"{line} {os.getpid()}\n")
+
+
+def _shape(value):
+    """The static shape of a lowering's result (a TensorBox), or None when it has none."""
+    try:
+        return tuple(int(s) for s in value.get_size())
+    except (AttributeError, TypeError):
+        return None
+
+
+def plant():
+    """Replaces the lowering named by PT2DIFF_PLANT_OP with a wrong one (once per process) and, when
+    PT2DIFF_PLANT_LOG is set, counts Inductor's compiles (GraphLowering.compile_to_module)."""
+    global _planted
+    if _planted:
+        return
+    _planted = True
+    import torch
+    from torch._inductor import graph, lowering
+
+    name, _, overload_name = os.environ.get("PT2DIFF_PLANT_OP", "relu").partition(".")
+    op = getattr(getattr(torch.ops.aten, name), overload_name or "default")
+    error = os.environ.get("PT2DIFF_PLANT_ERROR", "1e-2")
+    shape_text = os.environ.get("PT2DIFF_PLANT_SHAPE", "").strip()
+    shape = tuple(int(s) for s in shape_text.split(",")) if shape_text else None
+    overload = op if op in lowering.lowerings else op.overloadpacket
+    right = lowering.lowerings[overload]
+
+    def wrong(*args, **kwargs):
+        result = right(*args, **kwargs)
+        got = _shape(result)
+        if shape is not None and got != shape:
+            return result
+        _log(f"planted {'x'.join(map(str, got or ()))}")
+        if error == "nan":
+            return lowering.lowerings[torch.ops.aten.log.default](lowering.lowerings[torch.ops.aten.neg.default](result))
+        return lowering.lowerings[torch.ops.aten.mul.Tensor](result, 1.0 + float(error))
+
+    lowering.lowerings[overload] = wrong
+
+    if os.environ.get("PT2DIFF_PLANT_LOG"):
+        compile_to_module = graph.GraphLowering.compile_to_module
+
+        def counted(self, *args, **kwargs):
+            nodes = sum(1 for n in self.graph.nodes if n.op == "call_function")
+            _log(f"compile {nodes}")
+            return compile_to_module(self, *args, **kwargs)
+
+        graph.GraphLowering.compile_to_module = counted
