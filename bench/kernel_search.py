@@ -2,7 +2,8 @@
 """Time to culprit before and after the kernel table, on planted lowering bugs (docs/performance.md,
 "The op inside the kernel"), run by hand:
 
-    python bench/kernel_search.py build/pt2diff OUT.json
+    python bench/kernel_search.py build/pt2diff bench/results/kernel_search.json [NOTE]
+    python bench/run.py --render-only      # the table in docs/performance.md
 
 Each case plants a bug in one ATen op's Inductor lowering (tests/engine/localize/lowering_bug_worker.py,
 its result scaled by 1.01 inside the generated kernel) and runs the default job on a fixture with
@@ -10,7 +11,8 @@ Inductor's caches off (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1: every compile is a 
 - before: localization's bisection (docs/usage.md): its compiles and seconds, the culprit it names;
 - after: the kernel table's first failing kernel (no compile of its own) and the search inside it
   (kernels.inside): its compiles, seconds and the op it names.
-Prints a markdown table and the median and worst of each."""
+Prints a markdown table and the median and worst of each; NOTE (what else ran on the machine) goes in
+the caption."""
 import json
 import os
 import statistics
@@ -65,8 +67,7 @@ def main():
                 row["error"] = p.stderr.strip()[-300:]
             rows.append(row)
             print(json.dumps(row), flush=True)
-            json.dump({"torch": torch_version(), "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "rows": rows},
-                      open(out, "w"), indent=1)
+            save(out, rows, sys.argv[3] if len(sys.argv) > 3 else "")
     print("| planted bug | fixture | bisection: compiles, s, culprit | kernel table (0 compiles): first failing kernel | inside it: compiles (bound), s, op |")
     print("|---|---|---|---|---|")
     for r in rows:
@@ -84,9 +85,19 @@ def main():
             print(f"{label} {part}: median {statistics.median(vals):.2f}, worst {max(vals):.2f} ({len(vals)} cases)")
 
 
-def torch_version():
+def save(out, rows, note):
+    """In bench/run.py's results format (rendered by its ren_kernel_search)."""
+    sys.path.insert(0, HERE)
+    from minifier_bench import machine  # noqa: E402 - the same machine line as the minifier's figures
     import torch
-    return torch.__version__
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    res = {"section": "kernel_search", "date": time.strftime("%Y-%m-%d"), "commit": (rev or "unknown") + ("-dirty" if dirty else ""),
+           "runner": "bench/kernel_search.py", "machine": machine(), "torch": torch.__version__,
+           "commands": [{"argv": ["python", "bench/kernel_search.py", "build/pt2diff", "OUT.json"], "note": note}],
+           "data": {"rows": rows}}
+    with open(out, "w") as f:
+        json.dump(res, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -521,7 +521,39 @@ def ren_minifier(d):
     return out
 
 
+def ren_kernel_search(d):
+    """bench/kernel_search.py's rows (run by hand: bench/results/kernel_search.json): per planted lowering bug,
+    bisection against the kernel table and the search inside its first failing kernel, then median and worst."""
+    rows, done = [], []
+    for r in d["rows"]:
+        case = [f"`{r['planted']}`", r["fixture"]]
+        if "error" in r or r.get("verdict") != "diverged":
+            rows.append(case + [f"exit {r['exit']}: {r.get('verdict') or r.get('error', '')[:80]} (nothing to localize)" if r.get("verdict") == "agree"
+                                else f"exit {r['exit']}", "", ""])
+            continue
+        b, t, i = r["before"], r["table"], r["inside"]
+        done.append(r)
+        rows.append(case + [f"{b['compiles']}, {fmt_time(b['seconds'])}, {b['kind']} {', '.join(b['culprit'] or [])}",
+                            f"`{t['kernel']}` ({', '.join(t['nodes'] or [])})",
+                            f"{i['compiles']} ({i['bound']}), {fmt_time(i['seconds'] or 0)}, {i['kind']} {i['op']}"])
+    out = table(["planted bug", "fixture", "bisection: compiles, s, culprit", "kernel table (0 compiles): first failing kernel",
+                 "inside it: compiles (bound), s, op"], rows)
+    if done:
+        def count(v):
+            return f"{v:g}"
+
+        def stat(key, part, f):
+            vals = [r[key][part] for r in done]
+            return f"{f(statistics.median(vals))} and {f(max(vals))}"
+        out += (f"\n\nMedian and worst over the {len(done)} cases that diverge: bisection {stat('before', 'compiles', count)} compiles, "
+                f"{stat('before', 'seconds', fmt_time)}; the search inside the kernel {stat('inside', 'compiles', count)} compiles, "
+                f"{stat('inside', 'seconds', fmt_time)}; the whole default job {fmt_time(min(r['wall'] for r in done))} to "
+                f"{fmt_time(max(r['wall'] for r in done))} per case.")
+    return out
+
+
 RENDERERS = {n: globals()["ren_" + n] for n in ALL_SECTIONS}
+RENDERERS["kernel_search"] = ren_kernel_search  # rendered from results only: bench/kernel_search.py, run by hand
 RENDERERS["gpu"] = ren_gpu  # rendered from results only: bench/gpu_bench.py measures it on a GPU machine
 RENDERERS["minifier"] = ren_minifier  # rendered from results only: bench/minifier_bench.py, run by hand
 
