@@ -5,7 +5,8 @@ nothing finished is run again (run by ctest).
     batch_resume.py PT2DIFF
 
 The corpus is every fixture under `--compiled eager`, one case at a time. Once 4 cases have finished the
-driver's group is killed; then the summary on disk lists exactly the finished cases (incomplete), and
+driver's group is killed; then the summary on disk lists the finished cases (incomplete; the last one may
+be missing when the kill fell between its row and the summaries' rewrite), and
 `--resume` runs the rest: every row written before the kill is unchanged byte for byte, each case finished
 before the kill was started once (runs.jsonl), a case killed mid-run is started once more, and the final
 summary is complete.
@@ -48,9 +49,13 @@ def main():
         total = len([n for n in os.listdir(FIXTURES) if n.endswith(".pt2")])
         c.check(4 <= len(before) < total, f"killed after {len(before)} of {total} cases had finished")
         interrupted = read_json(os.path.join(out, "summary.json"))
-        c.check(not interrupted["complete"] and {r["key"] for r in interrupted["cases"]} == set(before)
+        # Rows are written before the summaries are rewritten: a kill between the two leaves the summary one
+        # finished case behind (the rows are the record; --resume rewrites it), never ahead.
+        listed = {r["key"] for r in interrupted["cases"]}
+        c.check(not interrupted["complete"] and listed <= set(before) and len(before) - len(listed) <= 1
                 and validate(interrupted, "batch-summary.schema.json") is None,
-                f"the summary on disk lists exactly the finished cases and says incomplete ({len(interrupted['cases'])} rows)")
+                f"the summary on disk lists the finished cases (at most the last one missing: killed before the rewrite) "
+                f"and says incomplete ({len(listed)} rows of {len(before)} finished)")
         started = {os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(out, "cases", "*", "runs.jsonl"))}
         cut = started - set(before)  # started, not finished: killed mid-run
         c.check(len(cut) <= 1, f"at most one case was running when killed ({len(cut)})")
