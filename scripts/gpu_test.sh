@@ -45,8 +45,10 @@ check "Inductor on CUDA gives torch.compile's numbers bit for bit" \
   "$PYTHON" "$ROOT/tests/engine/backends/inductor_agreement.py" "$cli" "$fixtures" mlp attention_core bf16_block_core
 check "a planted Inductor bug (fp32 matmuls in bf16) is localized on CUDA" \
   "$PYTHON" "$ROOT/tests/engine/localize/inductor_localization.py" "$cli" "$fixtures" mlp
-check "the kernel table reads Triton's wrapper code: the first failing kernel and a NaN's origin, from one compile" \
+check "the kernel table reads Triton's wrapper code: the first failing kernel, the op inside it and a NaN's origin" \
   "$PYTHON" "$ROOT/tests/engine/backends/kernel_map.py" "$cli" "$fixtures"
+check "the smallest eager set on Triton: found, verified, and the printed torch.compiler.disable lines work on the module tree" \
+  "$PYTHON" "$ROOT/tests/engine/localize/workaround.py" "$cli" "$fixtures"
 check "TF32 and matmul precision reach the worker's CUDA kernels" \
   "$PYTHON" "$ROOT/tests/device/tf32_settings_cuda.py"
 

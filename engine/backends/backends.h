@@ -36,6 +36,8 @@ class InterpreterBackend : public Backend {
   InterpreterBackend(const Program& program, std::string name, std::function<void(const Node&, NodeCall&)> after_node,
                      const BackendOptions& options);
   std::string name() const override { return name_; }
+  /// A node left eager runs without after_node (no planted fault there).
+  bool leaves_eager() const override { return true; }
   std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override;
 
  private:

@@ -31,9 +31,11 @@ class CachingBackend final : public Backend {
   std::string name() const override { return inner_->name(); }
   bool compiles_regions() const override { return inner_->compiles_regions(); }
   bool observes() const override { return inner_->observes(); }
+  bool leaves_eager() const override { return inner_->leaves_eager(); }
   std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override {
-    const std::string key = fmt::format("{}|{}|{}|{}|{}", fmt::join(region.nodes, ","), fmt::join(region.inputs, ","),
-                                        fmt::join(region.outputs, ","), region.exploded, region.observe);
+    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}", fmt::join(region.nodes, ","), fmt::join(region.inputs, ","),
+                                        fmt::join(region.outputs, ","), region.exploded, region.observe,
+                                        fmt::join(region.eager, ","));
     auto it = cache_.find(key);
     if (it == cache_.end()) {
       it = cache_.emplace(key, std::shared_ptr<CompiledRegion>(inner_->compile(region, example_inputs))).first;

@@ -1,6 +1,7 @@
 // engine/backends/eager_backend.cpp — "eager": the interpreter in the graph's own dtypes. As the
 // compiled side it measures the noise floor (compiled == eager, so every verdict passes).
 #include <chrono>
+#include <set>
 
 #include "engine/backends/backends.h"
 
@@ -11,7 +12,15 @@ namespace {
 class InterpretedRegion final : public CompiledRegion {
  public:
   InterpretedRegion(const Interpreter& interpreter, RegionSpec region, const RunOptions& options)
-      : interpreter_(interpreter), region_(std::move(region)), options_(options) {}
+      : interpreter_(interpreter), region_(std::move(region)), options_(options) {
+    // Nodes left eager are not the backend's: its after_node (the fault backend's planted fault) skips them.
+    if (!region_.eager.empty() && options_.after_node) {
+      std::set<NodeId> eager(region_.eager.begin(), region_.eager.end());
+      options_.after_node = [eager = std::move(eager), hook = options.after_node](const Node& n, NodeCall& call) {
+        if (!eager.count(n.id)) hook(n, call);
+      };
+    }
+  }
 
   std::vector<c10::IValue> run(const std::vector<c10::IValue>& inputs) override {
     const auto start = std::chrono::steady_clock::now();
@@ -23,7 +32,7 @@ class InterpretedRegion final : public CompiledRegion {
  private:
   const Interpreter& interpreter_;
   RegionSpec region_;
-  const RunOptions& options_;
+  RunOptions options_;
 };
 
 }  // namespace

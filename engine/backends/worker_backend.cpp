@@ -366,11 +366,22 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile(const RegionSpec& region,
               {"outputs", outputs}, {"exploded", region.exploded}, {"config", config}, {"settings", settings},
               {"example_inputs", impl_->write_values(region, example_inputs, id + "-example")}};
   if (region.observe) req["observe"] = true;
+  if (!region.eager.empty()) {
+    json eager = json::array();
+    for (NodeId n : region.eager) eager.push_back(g.node(n).name);
+    req["eager"] = eager;
+  }
   impl_->compiles[id] = req;
   const std::string activity = "compiling " + region.describe(g);
   json reply = impl_->request(req, activity, BackendFailure::Kind::CompileFailed);
   impl_->compiled_here.insert(id);
   last_compile_seconds_ = reply.value("seconds", 0.0);
+  if (!region.eager.empty() && !(reply.contains("eager") && reply["eager"].is_number_integer() &&
+                                 reply["eager"].get<size_t>() == region.eager.size()))
+    throw BackendFailure(BackendFailure::Kind::Unusable,
+                         fmt::format("the {} did not say it left the {} node{} asked eager (no \"eager\" count in its compile "
+                                     "reply: docs/worker-protocol.md)", impl_->label, region.eager.size(),
+                                     region.eager.size() == 1 ? "" : "s"));
   std::string map_status;  // the kernel map: "available", why not, or absent (a worker that does not offer it)
   if (region.observe) {
     map_status = reply.contains("kernel_map") && reply["kernel_map"].is_string() ? reply["kernel_map"].get<std::string>() : "";

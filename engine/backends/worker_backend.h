@@ -18,6 +18,9 @@ class WorkerBackend final : public Backend {
   ~WorkerBackend() override;
   std::string name() const override { return name_; }
   bool observes() const override { return true; }  ///< asks the worker; its compile reply says whether it can
+  /// Sends RegionSpec::eager; a compile reply without "eager" (a worker that does not leave nodes eager)
+  /// is refused as Unusable rather than read as a compile of the whole region.
+  bool leaves_eager() const override { return true; }
   double startup_seconds() const override;
   std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override;
 

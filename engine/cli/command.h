@@ -85,13 +85,14 @@ struct RuleOptions {
   ToleranceRule get() const;
 };
 
-/// --no-exploded, --no-kernel-map, --no-localize, --localize-suspicious, --bisect, --max-compiles, --repeats, --top: what runs
-/// besides the verdicts.
+/// --no-exploded, --no-kernel-map, --no-localize, --localize-suspicious, --bisect, --max-compiles, --repeats, --top,
+/// --workaround, --workaround-max-compiles: what runs besides the verdicts.
 struct SearchOptions {
   bool exploded = true;
   bool localize_suspicious = false;  ///< --localize-suspicious (DiffOptions::localize_suspicious)
   bool kernel_map = true;
   LocalizeOptions localize;
+  WorkaroundOptions workaround;      ///< --workaround, --workaround-max-compiles (DiffOptions::workaround)
   std::string bisect = "binary";
   size_t top = 10;
   void add_to(CLI::App& app);

@@ -147,6 +147,12 @@ void SearchOptions::add_to(CLI::App& app) {
       ->default_val(2)
       ->check(CLI::Range(1, 100));
   app.add_option("--top", top, "how many nodes the ranking of introduced error lists")->default_val(10);
+  app.add_flag("--workaround", workaround.enabled,
+               "when an output fails: the smallest set of nodes to leave eager for the compiled graph to pass, and the lines "
+               "(torch.compiler.disable) that do it, verified by one more compile (docs/workaround.md)");
+  app.add_option("--workaround-max-compiles", workaround.max_compiles, "the eager set search stops past this many compiles")
+      ->default_val(WorkaroundOptions{}.max_compiles)
+      ->check(CLI::Range(1, 10000));
 }
 
 DiffOptions diff_options(const Program& program, const GraphOptions& graph, const InputOptions& inputs,
@@ -159,6 +165,7 @@ DiffOptions diff_options(const Program& program, const GraphOptions& graph, cons
   options.exploded = search.exploded;
   options.kernel_map = search.kernel_map;
   options.localize = search.localize;
+  options.workaround = search.workaround;
   options.localize.search = search.bisect == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
   options.top = search.top;
   options.max_memory = inputs.max_memory;

@@ -34,9 +34,8 @@ void compile_graph(RunState& s) {
   if (s.options.kernel_map && !s.backend.observes())
     s.observed = KernelMap{"the " + s.backend.name() + " backend does not observe its compiled code", {}, {}};
   const std::vector<c10::IValue> input_values = graph_input_values(s.program, s.inputs);
-  std::vector<c10::IValue> whole_inputs;
-  for (ValueId v : s.whole.inputs) whole_inputs.push_back(input_values[static_cast<size_t>(v)]);
-  s.compiled = compile_and_run(s.backend, s.whole, whole_inputs, "graph", s.result, s.whole.observe ? &s.observed : nullptr);
+  for (ValueId v : s.whole.inputs) s.whole_inputs.push_back(input_values[static_cast<size_t>(v)]);
+  s.compiled = compile_and_run(s.backend, s.whole, s.whole_inputs, "graph", s.result, s.whole.observe ? &s.observed : nullptr);
 }
 
 }  // namespace pt2diff

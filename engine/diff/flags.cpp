@@ -47,6 +47,9 @@ std::vector<std::string> to_flags(const DiffOptions& o, const std::string& defau
   if (o.localize.max_compiles != defaults.localize.max_compiles) add("--max-compiles", fmt::format("{}", o.localize.max_compiles));
   if (o.localize.repeats != defaults.localize.repeats) add("--repeats", fmt::format("{}", o.localize.repeats));
   if (o.top != defaults.top) add("--top", fmt::format("{}", o.top));
+  if (o.workaround.enabled) f.push_back("--workaround");
+  if (o.workaround.max_compiles != defaults.workaround.max_compiles)
+    add("--workaround-max-compiles", fmt::format("{}", o.workaround.max_compiles));
   if (o.max_memory != defaults.max_memory) add("--max-memory", o.max_memory < 0 ? std::string("none") : fmt::format("{}", o.max_memory));
   return f;
 }

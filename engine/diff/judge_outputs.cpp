@@ -18,6 +18,25 @@ OutputVerdict no_compiled_value(OutputVerdict ov, const std::string& why) {
 
 }  // namespace
 
+c10::IValue compiled_output(const RunState& s, size_t i, const std::vector<c10::IValue>& outputs) {
+  auto values = s.program.ir.output_specs.at(i).arg.values();
+  if (values.empty()) return {};
+  auto at = std::find(s.whole.outputs.begin(), s.whole.outputs.end(), values.front());
+  if (at == s.whole.outputs.end()) return {};
+  return outputs.at(static_cast<size_t>(at - s.whole.outputs.begin()));
+}
+
+std::optional<Verdict> judge_output(const RunState& s, size_t i, const at::Tensor& compiled) {
+  const Graph& g = s.program.ir.graph;
+  const c10::IValue& eager = s.runs.native.outputs[i];
+  const c10::IValue& fp64 = s.runs.fp64.outputs[i];
+  if (!eager.isTensor()) return std::nullopt;
+  auto values = s.program.ir.output_specs[i].arg.values();
+  const std::string name = values.empty() ? std::string() : g.value(values.front()).name;
+  const bool fp64_ok = fp64.isTensor() && !s.uncomparable_values.count(name);
+  return judge(compiled, eager.toTensor(), fp64_ok ? fp64.toTensor() : at::Tensor(), s.options.rule);
+}
+
 void judge_outputs(RunState& s) {
   const Graph& g = s.program.ir.graph;
   DiffResult& r = s.result;
@@ -38,18 +57,14 @@ void judge_outputs(RunState& s) {
     NodeId producer = values.empty() ? kGraphInput : g.value(values.front()).producer;
     auto ulp_dtype = producer == kGraphInput ? std::nullopt : working_dtype(g, g.node(producer));
     if (fp64_ok) ov.eager_to_fp64 = measure(eager.toTensor(), fp64.toTensor(), ulp_dtype);
-    c10::IValue result;
-    if (s.compiled && !values.empty()) {
-      auto at = std::find(s.whole.outputs.begin(), s.whole.outputs.end(), values.front());
-      if (at != s.whole.outputs.end()) result = (*s.compiled)[static_cast<size_t>(at - s.whole.outputs.begin())];
-    }
+    const c10::IValue result = s.compiled ? compiled_output(s, i, *s.compiled) : c10::IValue();
     if (!s.compiled) {
       ov = no_compiled_value(std::move(ov), r.compiles.back().message);
     } else if (!result.isTensor()) {
       ov = no_compiled_value(std::move(ov), fmt::format("{} does not return this output", r.compiled));
     } else {
       kept.compiled = result.toTensor();
-      ov.verdict = judge(result.toTensor(), eager.toTensor(), fp64_ok ? fp64.toTensor() : at::Tensor(), s.options.rule);
+      ov.verdict = *judge_output(s, i, result.toTensor());
       if (fp64_ok) ov.compiled_to_fp64 = measure(result.toTensor(), fp64.toTensor(), ulp_dtype);
     }
     r.diverged = r.diverged || !ov.verdict.pass;

@@ -3,7 +3,6 @@
 // bisected (engine/localize/kernel_search.cpp) in at most 1 + ceil(log2 |nodes|) compiles; whether the op
 // fails alone comes from the exploded compile. Runs when a divergence is localized (the same conditions
 // as localize_divergence) and the kernel table named a first failing kernel.
-#include <fmt/format.h>
 #include <map>
 #include <set>
 

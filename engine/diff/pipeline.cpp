@@ -28,6 +28,7 @@ constexpr Stage kDiffStages[] = {
     localize_divergence,  // bisect a divergence to its first op or window
     write_culprit_repro,  // the culprit as a standalone archive and command
     explain_culprit,      // hints: promotion, reduction order, compiler levers
+    find_workaround,      // the smallest eager set and the lines that leave it eager (--workaround)
     rank_nodes,           // where error is introduced
 };
 

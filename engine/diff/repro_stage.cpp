@@ -14,18 +14,16 @@ namespace {
 /// C++ kernels, `<kernel>.py` for Triton's. Nothing for an extern kernel (no generated code).
 void write_kernel_code(RunState& s) {
   KernelTable& t = s.result.kernels;
-  if (!t.inside) return;
-  for (const KernelCall& k : t.kernels) {
-    if (k.name != t.inside->kernel || k.code.empty()) continue;
-    std::error_code ec;
-    std::filesystem::create_directories(s.options.repro_dir, ec);
-    const std::string ext = k.name.rfind("cpp_", 0) == 0 ? ".cpp" : ".py";
-    const std::filesystem::path path = std::filesystem::path(s.options.repro_dir) / (k.name + ext);
-    std::ofstream f(path);
-    f << k.code;
-    if (f.good()) t.inside->code_file = path.string();
-    return;
-  }
+  if (!t.inside || t.first_failing < 0) return;
+  const KernelCall& k = t.kernels[static_cast<size_t>(t.first_failing)];  // the kernel searched inside
+  if (k.code.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(s.options.repro_dir, ec);
+  const std::string ext = k.name.rfind("cpp_", 0) == 0 ? ".cpp" : ".py";
+  const std::filesystem::path path = std::filesystem::path(s.options.repro_dir) / (k.name + ext);
+  std::ofstream f(path);
+  f << k.code;
+  if (f.good()) t.inside->code_file = path.string();
 }
 
 }  // namespace

@@ -45,6 +45,7 @@ struct RunState {
 
   // compile_graph: the whole graph through the compiler; nullopt when it failed.
   RegionSpec whole;
+  std::vector<c10::IValue> whole_inputs;  ///< one per whole.inputs entry
   std::optional<std::vector<c10::IValue>> compiled;
   std::optional<KernelMap> observed;  ///< its kernel map, when it was asked for (DiffOptions::kernel_map)
 
@@ -64,6 +65,13 @@ std::optional<at::ScalarType> working_dtype(const Graph& g, const Node& n);
 std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const RegionSpec& region,
                                                         const std::vector<c10::IValue>& inputs, const std::string& what,
                                                         DiffResult& result, std::optional<KernelMap>* kernel_map = nullptr);
+
+/// Graph output `i` (ExportedGraph::output_specs) in `outputs`, one value per s.whole.outputs entry (a
+/// compiled run of the whole graph); None when the region does not return it.
+c10::IValue compiled_output(const RunState& s, size_t i, const std::vector<c10::IValue>& outputs);
+/// Graph output `i` judged with the run's rule: `compiled` against eager, the fp64 value as referee where it
+/// is comparable; nullopt when the output is not a tensor (never judged).
+std::optional<Verdict> judge_output(const RunState& s, size_t i, const at::Tensor& compiled);
 
 /// The hint experiments (engine/hints/) on a window, fed the kept fp64 values rounded to their dtypes.
 /// A compiler failure here costs the hints, never the report. Needs `state.keep`'s values.

@@ -13,6 +13,7 @@
 //   localize_divergence   verdicts, suspects, kept values     result.localization (culprit, probes)
 //   write_culprit_repro   culprit, kept values                localization.repro (DiffOptions::repro_dir)
 //   explain_culprit       culprit, kept values                localization.hints
+//   find_workaround       verdicts, culprit, whole graph       result.workaround (the smallest eager set; --workaround)
 //   rank_nodes            result.nodes                        result.ranking
 #pragma once
 
@@ -31,6 +32,7 @@ void localize_kernel(RunState& s);
 void localize_divergence(RunState& s);
 void write_culprit_repro(RunState& s);
 void explain_culprit(RunState& s);
+void find_workaround(RunState& s);
 void rank_nodes(RunState& s);
 
 }  // namespace pt2diff

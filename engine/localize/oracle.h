@@ -13,6 +13,7 @@
 #include "pt2diff/kernels.h"
 #include "pt2diff/localize.h"
 #include "pt2diff/verdict.h"
+#include "pt2diff/workaround.h"
 
 namespace pt2diff {
 
@@ -65,5 +66,29 @@ KernelCulprit search_kernel(RegionOracle& oracle, const std::string& kernel, con
                             const std::function<void(const std::string&)>& on_step);
 /// 1 + ceil(log2 nodes).
 size_t kernel_search_bound(size_t nodes);
+
+/// Answers the smallest eager set's one question: does the whole graph, compiled with these candidate
+/// positions (sorted, 0..size()-1) left eager, pass the rule on every output? May throw OracleLost.
+class EagerSetOracle {
+ public:
+  virtual ~EagerSetOracle() = default;
+  virtual size_t size() const = 0;
+  virtual bool passes(const std::vector<size_t>& eager) = 0;
+};
+
+/// What search_eager_set() found: positions of the oracle, sorted.
+struct EagerSetSearch {
+  Workaround::Conclusion conclusion = Workaround::Conclusion::BudgetExhausted;
+  std::vector<size_t> eager;  ///< a set that passed (Found), else empty
+  bool minimal = false;       ///< every position of `eager` was needed: leaving it compiled failed
+  size_t compiles = 0;        ///< questions asked of the oracle (a set asked twice is asked once)
+};
+
+/// The smallest eager set (eager_set.cpp): starts from `start` (the culprit's positions), then splits
+/// the other positions into segments in order, keeping a segment's halves only where leaving them
+/// compiled fails. The empty set is taken to fail (the verdict did). Past `max_compiles` questions it
+/// stops with the smallest passing set asked so far (minimal false). `on_step` hears each question.
+EagerSetSearch search_eager_set(EagerSetOracle& oracle, const std::vector<size_t>& start, size_t max_compiles,
+                                const std::function<void(const std::string&)>& on_step);
 
 }  // namespace pt2diff

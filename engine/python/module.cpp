@@ -215,6 +215,8 @@ DiffOptions diff_options(const Program& program, const std::vector<std::string>&
   d.localize.repeats = get<int>(o, "repeats");
   if (d.localize.repeats < 1 || d.localize.repeats > 100) usage(fmt::format("repeats={}: expected 1 to 100", d.localize.repeats));
   d.top = get<size_t>(o, "top");
+  d.workaround.enabled = o.contains("workaround") && get<bool>(o, "workaround");  // diff() only
+  if (o.contains("workaround_max_compiles")) d.workaround.max_compiles = get<size_t>(o, "workaround_max_compiles");
   d.repro_dir = get_optional<std::string>(o, "repro").value_or("");
   d.max_memory = max_memory_of(o);
   d.reference_device = get<std::string>(o, "reference_device");

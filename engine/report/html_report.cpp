@@ -284,6 +284,26 @@ std::string culprit_section(const Localization& l, const std::string& reproduce)
   return s + "</section>\n";
 }
 
+std::string workaround_section(const Workaround& w) {
+  std::string s = "<section id=\"workaround\"><h2>Workaround: the smallest eager set</h2>\n";
+  s += fmt::format("<p class=\"lead\"><span class=\"badge {}\">{}</span> {}</p>\n", w.verified ? "pass" : "kind",
+                   esc(workaround_conclusion_name(w.conclusion)), esc(w.summary));
+  if (!w.nodes.empty()) {
+    s += "<div class=\"table-scroll\"><table><thead><tr><th>node left eager</th><th>op</th><th>source</th><th>module</th></tr></thead><tbody>\n";
+    for (const EagerNode& n : w.nodes)
+      s += fmt::format("<tr><td>{}</td><td class=\"mono\">{}</td><td class=\"mono brk\">{}</td><td class=\"mono\">{}</td></tr>\n",
+                       node_link(n.node), esc(n.op), esc(n.source), esc(n.module_path));
+    s += "</tbody></table></div>\n";
+  }
+  if (!w.lines.empty()) {
+    std::string code;
+    for (const std::string& l : w.lines) code += esc(l) + "\n";
+    s += fmt::format("<p class=\"muted\">{} ({} compiles, {:.2f} s):</p><pre class=\"cmd\"><code>{}</code></pre>\n",
+                     w.verified ? "Add to your program" : "Tried, and it did NOT pass: " + esc(w.verification), w.compiles, w.seconds, code);
+  }
+  return s + "</section>\n";
+}
+
 std::string hints_section(const Localization& l) {
   std::string s = "<section id=\"hints\"><h2>Hints</h2>\n";
   if (l.hints.empty()) {
@@ -976,6 +996,7 @@ std::string to_html(const DiffResult& r, const HtmlOptions& o) {
     h += culprit_section(*r.localization, reproduce);
     h += hints_section(*r.localization);
   }
+  if (r.workaround && r.workaround->conclusion != Workaround::Conclusion::NotNeeded) h += workaround_section(*r.workaround);
   h += profile_section(r, culprit);
   if (r.localization) {
     if (o.program) h += dag_section(r, *o.program);

@@ -121,6 +121,22 @@ json repro_json(const Localization& l) {
           {"message", l.repro->message}};
 }
 
+/// The smallest eager set; null unless it was asked for.
+json workaround_json(const DiffResult& r) {
+  if (!r.workaround) return nullptr;
+  const Workaround& w = *r.workaround;
+  json nodes = json::array(), levers = json::array();
+  for (const EagerNode& n : w.nodes)
+    nodes.push_back({{"node", n.node}, {"op", n.op}, {"source", n.source}, {"module_path", n.module_path}, {"module_type", n.module_type}});
+  for (const EagerLever& l : w.levers)
+    levers.push_back({{"kind", l.kind == EagerLever::Kind::Module ? "module" : "source_line"}, {"module_path", l.module_path},
+                      {"module_type", l.module_type}, {"source", l.source}, {"nodes", l.nodes}});
+  return {{"conclusion", workaround_conclusion_name(w.conclusion)}, {"summary", w.summary}, {"candidates", w.candidates},
+          {"nodes", nodes}, {"minimal", w.minimal}, {"compiles", w.compiles}, {"seconds", w.seconds}, {"levers", levers},
+          {"lines", w.lines}, {"verified", w.verified}, {"verified_nodes", w.verified_nodes}, {"worst_output", w.worst_output},
+          {"verification", w.verification}};
+}
+
 /// The localization; null where there was none.
 json localization_json(const DiffResult& r) {
   if (!r.localization) return nullptr;
@@ -158,10 +174,8 @@ json kernels_json(const KernelTable& t) {
   }
   json inside = nullptr;
   if (t.inside) {
-    const KernelCulprit& c = *t.inside;
-    std::string code;
-    for (const KernelCall& k : t.kernels)
-      if (k.name == c.kernel && !k.code.empty()) code = k.code;
+    const KernelCulprit& c = *t.inside;  // searched inside the first failing kernel (localize_kernel.cpp)
+    const std::string code = t.first_failing >= 0 ? t.kernels[static_cast<size_t>(t.first_failing)].code : std::string();
     inside = {{"kind", c.kind}, {"kernel", c.kernel}, {"nodes", c.nodes}, {"op", c.op}, {"target", c.target},
               {"source", c.source}, {"module_path", c.module_path}, {"fused_with", c.fused_with}, {"summary", c.summary},
               {"compiles", c.compiles}, {"bound", c.bound}, {"seconds", c.seconds}, {"code_file", c.code_file}, {"code", code}};
@@ -212,6 +226,7 @@ std::string to_json(const DiffResult& r) {
             {"compiles", compiles_json(r)},
             {"kernels", kernels_json(r.kernels)},
             {"localization", localization_json(r)},
+            {"workaround", workaround_json(r)},
             {"outputs", outputs_json(r)},
             {"ranking", ranking},
             {"nodes", nodes_json(r)},

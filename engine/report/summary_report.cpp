@@ -49,6 +49,11 @@ std::string to_summary(const DiffResult& r) {
     }
     if (l.repro && l.repro->ok) out += fmt::format("repro: {}\n", l.repro->command);
   }
+  if (r.workaround && r.workaround->conclusion != Workaround::Conclusion::NotNeeded) {
+    out += fmt::format("workaround: {}\n", r.workaround->summary);
+    if (r.workaround->verified)
+      for (const std::string& l : r.workaround->lines) out += "  " + l + "\n";
+  }
   for (const std::string& w : r.warnings) out += "warning: " + w + "\n";
   out += fmt::format("({} with {}, compiled = {}, rule {}, tol {:g}{})\n", r.graph, r.inputs, r.compiled, rule_name(r.rule), r.rule.tol,
                      r.devices.native == "cpu" ? "" : fmt::format(", eager on {}, fp64 on {}", r.devices.native, r.devices.reference));

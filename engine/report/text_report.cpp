@@ -125,6 +125,18 @@ void localization_block(std::string& out, const Localization& l) {
   line(out, "");
 }
 
+/// The smallest eager set: what to leave eager, the lines that do it, whether one more compile passed.
+void workaround_block(std::string& out, const Workaround& w) {
+  line(out, fmt::format("workaround (the smallest eager set, {:.2f} s): {}", w.seconds, w.summary));
+  for (const EagerNode& n : w.nodes)
+    line(out, fmt::format("  eager: {:<14} {:<32} {}{}", n.node, n.op, n.source, n.module_path.empty() ? "" : "  [" + n.module_path + "]"));
+  if (!w.lines.empty()) {
+    line(out, fmt::format("  {} ({}):", w.verified ? "add to your program" : "tried, and it did NOT pass", w.verification));
+    for (const std::string& l : w.lines) line(out, "    " + l);
+  }
+  line(out, "");
+}
+
 /// The nodes where the compiler adds the most error, at each value's scale, worst first.
 void ranking_block(std::string& out, const DiffResult& r) {
   if (r.ranking.empty()) {
@@ -246,6 +258,7 @@ std::string to_text(const DiffResult& r) {
   outputs_block(out, r);
   kernels_block(out, r);
   if (r.localization) localization_block(out, *r.localization);
+  if (r.workaround) workaround_block(out, *r.workaround);
   ranking_block(out, r);
   per_node_block(out, r);
   notes_block(out, r);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pt2diff/localize.h"
+#include "pt2diff/workaround.h"
 #include "pt2diff/verdict.h"
 
 namespace pt2diff {
@@ -69,6 +70,8 @@ struct DiffOptions {
   LocalizeOptions localize;
   /// When localization names a culprit, write it here as a standalone repro (localize.h: Repro).
   std::string repro_dir;
+  /// When an output fails: the smallest set of nodes to leave eager, and the lines that do it (workaround.h).
+  WorkaroundOptions workaround;
   /// The rule, with its suspicious ratio (ToleranceRule::suspicious_ratio: --suspicious-ratio).
   ToleranceRule rule;
   /// Suspicious outputs count as failing (--fail-on-suspicious): exit code 1, testing.h assertions fail.

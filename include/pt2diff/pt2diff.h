@@ -28,3 +28,4 @@
 #include "pt2diff/sweep.h"
 #include "pt2diff/values.h"
 #include "pt2diff/verdict.h"
+#include "pt2diff/workaround.h"

@@ -18,6 +18,7 @@
 #include "pt2diff/graph.h"
 #include "pt2diff/kernels.h"
 #include "pt2diff/localize.h"
+#include "pt2diff/workaround.h"
 #include "pt2diff/verdict.h"
 
 namespace pt2diff {
@@ -106,6 +107,8 @@ struct DiffResult {
   KernelTable kernels;
   /// Where the divergence comes from, when an output diverged and localization ran.
   std::optional<Localization> localization;
+  /// The smallest eager set and the lines that leave it eager, when DiffOptions::workaround asked for it.
+  std::optional<Workaround> workaround;
   std::vector<std::string> fixups;    ///< fp64 fix-ups applied ("aten.to.dtype: dtype bfloat16 -> float64")
   /// The graph's torch.autocast regions: the native run ran these nodes' bodies under autocast (its op
   /// lists chose each op's dtype), the fp64 run ignored its casts (a fix-up says so).

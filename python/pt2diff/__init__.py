@@ -49,6 +49,9 @@ Options are keyword arguments named after the CLI's flags (``--no-exploded`` is 
     repeats                   --repeats           runs of each boundary probe (2)
     top                       --top               nodes in the ranking of introduced error (10)
     repro                     --repro             directory to write the culprit to as a standalone repro (None)
+    workaround                --workaround        diff: the smallest set of nodes to leave eager for the compiled
+                                                  graph to pass, and the lines that do it (False; docs/workaround.md)
+    workaround_max_compiles   --workaround-max-compiles   that search's compile budget (24)
     progress                  (a terminal)        a progress line on stderr while compiling, when stderr is a
                                                   terminal (True; False: never)
 """
@@ -86,7 +89,8 @@ _COMPILER_OPTIONS = {"compiled": "inductor", "device": None, "reference_device":
 _RULE_OPTIONS = {"rule": "same", "tol": 1e-3, "fp32_multiplier": 2.0, "low_precision_multiplier": 3.0,
                  "small_tensor_multipliers": False, "suspicious_ratio": _pt2diff.DEFAULT_SUSPICIOUS_RATIO}
 _SEARCH_OPTIONS = {"exploded": True, "kernel_map": True, "localize": True, "localize_suspicious": False, "bisect": "binary",
-                   "max_compiles": 64, "repeats": 2, "top": 10, "repro": None}
+                   "max_compiles": 64, "repeats": 2, "top": 10, "repro": None, "workaround": False,
+                   "workaround_max_compiles": 24}
 _DIFF_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, **_SEARCH_OPTIONS, "fail_on_suspicious": False,
                  "progress": True}
 _EXPLAIN_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, "progress": True}

@@ -111,7 +111,9 @@ class DiffResult(Record):
     ``error_ratio``, ``blind_spot``, ``compiled_to_fp64`` and ``eager_to_fp64`` metrics),
     ``nodes`` (per node: ``name``, ``op``, ``source``, ``module_path``, ``local_ulp``, ``values`` with their
     ``local``, ``propagated`` and ``compiled_local`` metrics), ``ranking``, ``compiles``, ``localization``
-    (``culprit``, ``hints``, ``probes``, ``repro``; None when none ran), ``tolerance``, ``warnings``.
+    (``culprit``, ``hints``, ``probes``, ``repro``; None when none ran), ``workaround`` (the smallest eager set:
+    ``conclusion``, ``nodes``, ``levers``, ``lines``, ``verified``; None unless ``workaround=True``),
+    ``tolerance``, ``warnings``.
     """
 
     __slots__ = ("_native",)

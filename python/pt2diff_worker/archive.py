@@ -140,10 +140,10 @@ class Archive:
         return sum(1 for n in self.program.graph_module.graph.nodes
                    if n.op == "call_function" and n.target is not operator.getitem)
 
-    def region_module(self, node_names, input_names, output_names, exploded=False):
+    def region_module(self, node_names, input_names, output_names, exploded=False, eager=()):
         """`regions.region_module` on this archive's graph, baked devices rewritten to this device."""
         return region_module(self.program.graph_module, self.by_name, node_names, input_names, output_names,
-                             exploded, self.device)
+                             exploded, self.device, eager)
 
     def region_inputs(self, path, input_names):
         """The values for `input_names`, in order, on this device: from the engine's inputs file `path`

@@ -92,7 +92,8 @@ class Worker:
         """Compiles a region with Inductor, including its first call on `example_inputs`."""
         if self.archive is None:
             raise Failure("bad_request", "compile before load")
-        gm, input_names = self.region_module(req["nodes"], req["inputs"], req["outputs"], bool(req.get("exploded")))
+        eager = list(req.get("eager", []))
+        gm, input_names = self.region_module(req["nodes"], req["inputs"], req["outputs"], bool(req.get("exploded")), eager)
         example = self.region_inputs(req["example_inputs"], input_names)
         config = {k: config_value(v) for k, v in req.get("config", {}).items()}
         from torch._inductor import config as inductor_config
@@ -109,16 +110,20 @@ class Worker:
             settings = req.get("settings", {})
             # The kernel map (kernel_map.py): hooks after every kernel, on the compile's own code.
             why_not = kernel_map.unavailable(config) if req.get("observe") else "not asked"
+            if eager and not why_not:
+                why_not = "nodes are left eager: the graph is compiled in pieces"
             observe = kernel_map.patch(req["nodes"]) if not why_not else contextlib.nullcontext()
-            compiled = torch.compile(gm, backend="inductor", fullgraph=True, dynamic=False)
+            # Nodes left eager break the graph (torch.compiler.disable): the pieces between them compile.
+            compiled = torch.compile(gm, backend="inductor", fullgraph=not eager, dynamic=False)
             with patch, observe, torch.no_grad(), torch_settings(settings):
                 compiled(*example)
         except Exception as e:  # noqa: BLE001 - the compiler's message is the point
             raise Failure("compile_failed", describe(e), traceback.format_exc())
         self.regions[req["region"]] = (compiled, input_names, settings)
-        if not req.get("observe"):
-            return {}
-        return {"kernel_map": why_not or "available"}
+        reply = {"eager": len(eager)} if eager else {}  # how many nodes were left eager: the engine checks
+        if req.get("observe"):
+            reply["kernel_map"] = why_not or "available"
+        return reply
 
     def run(self, req):
         """Runs a compiled region on `inputs`, writing its outputs (on the CPU) to `outputs_file`."""
@@ -171,9 +176,9 @@ class Worker:
         return {}
 
     # --- regions ----------------------------------------------------------------------------
-    def region_module(self, node_names, input_names, output_names, exploded):
+    def region_module(self, node_names, input_names, output_names, exploded, eager=()):
         """The region's GraphModule and input names (Archive.region_module on the loaded archive)."""
-        return self.archive.region_module(node_names, input_names, output_names, exploded)
+        return self.archive.region_module(node_names, input_names, output_names, exploded, eager)
 
     def region_inputs(self, path, input_names):
         """The region's input values on the load's device (Archive.region_inputs)."""

@@ -24,7 +24,23 @@ def lookup(by_name, name, role):
     return n
 
 
-def region_module(root, by_name, node_names, input_names, output_names, exploded=False, device=None):
+_EAGER_CALLS = {}
+
+
+def eager_call(target):
+    """`target` (an op or function of the graph) behind `torch.compiler.disable`: what a user's
+    `torch.compiler.disable` on a module or function does to the ops inside it. Dynamo breaks the graph
+    at the call and runs it in eager PyTorch. One wrapper per target, named after it (compiler logs)."""
+    wrapper = _EAGER_CALLS.get(target)
+    if wrapper is None:
+        def run_eagerly(*args, **kwargs):
+            return target(*args, **kwargs)
+        run_eagerly.__name__ = run_eagerly.__qualname__ = "eager_" + str(target).replace(".", "_")
+        wrapper = _EAGER_CALLS[target] = torch.compiler.disable(run_eagerly)
+    return wrapper
+
+
+def region_module(root, by_name, node_names, input_names, output_names, exploded=False, device=None, eager=()):
     """A GraphModule of the named nodes, their names kept, and the list of its input names.
 
     `root`: the archive's GraphModule (the owner of the graph and of any get_attr subgraph); `by_name`:
@@ -35,9 +51,14 @@ def region_module(root, by_name, node_names, input_names, output_names, exploded
     `input_names` as placeholders, in order, and returns the tuple of `output_names`.
     `device`: torch.device arguments baked into the graph (factories, casts, metadata asserts) are
     rewritten to it; None leaves them as exported. Unknown names and values the region cannot read
-    raise Failure("bad_request", ...)."""
+    raise Failure("bad_request", ...).
+    `eager`: names of region nodes left to eager PyTorch (each call wrapped by eager_call, so that
+    torch.compile breaks the graph there, as torch.compiler.disable does in a user's program)."""
     graph = root.graph
     chosen = {lookup(by_name, n, "node").name for n in node_names}
+    left_eager = {lookup(by_name, n, "node").name for n in eager}
+    if not left_eager <= chosen:
+        raise Failure("bad_request", f"eager nodes {sorted(left_eager - chosen)} are not in the region")
     nodes = [n for n in graph.nodes
              if n.name in chosen or (n.target is operator.getitem and n.args[0].name in chosen)]
     inside = set(nodes)
@@ -71,6 +92,8 @@ def region_module(root, by_name, node_names, input_names, output_names, exploded
         # The exported name, carried by Dynamo, AOTAutograd and Inductor onto every node made from this
         # one (their own node names differ): what the kernel map names buffers by (kernel_map.py).
         copies[n].meta["custom"] = {"pt2diff_node": n.name}
+        if n.name in left_eager and n.op == "call_function":
+            copies[n].target = eager_call(n.target)
         if device is not None:
             # An export bakes its device into factories, casts and metadata asserts (device=cpu, or
             # cuda:0 for a GPU export): compiled for another device, those arguments follow the compile.

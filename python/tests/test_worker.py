@@ -131,6 +131,23 @@ class RegionTest(unittest.TestCase):
         self.assertTrue(torch.equal(relu, self.linear.relu()))
         self.assertTrue(torch.equal(out, torch.nn.functional.linear(relu_in, self.state["p_fc2_weight"], self.state["p_fc2_bias"])))
 
+    def test_eager_nodes_break_the_graph_and_run_in_eager_pytorch(self):
+        gm, names = self.archive.region_module(["linear", "relu", "linear_1"], ["x"] + WEIGHTS, ["linear_1"],
+                                               eager=["relu"])
+        self.assertEqual(ops(gm), ["linear", "relu", "linear_1"])  # names kept: the kernel map and reports read them
+        relu = next(n for n in gm.graph.nodes if n.name == "relu")
+        self.assertNotEqual(relu.target, torch.ops.aten.relu.default)
+        (got,) = self.call(gm, names, x=self.x)
+        self.assertTrue(torch.equal(got, torch.export.load(ARCHIVE).module()(self.x)))
+        # torch.compile sees a torch.compiler.disable'd call there: one graph break, two compiled graphs.
+        explained = torch._dynamo.explain(gm)(*(dict(self.state, x=self.x)[n] for n in names))
+        self.assertEqual(explained.graph_break_count, 1)
+        self.assertEqual(explained.graph_count, 2)
+
+    def test_eager_nodes_must_be_in_the_region(self):
+        self.assertEqual(failure(self, lambda: self.archive.region_module(["relu"], ["linear"], ["relu"], eager=["linear_1"]))[0],
+                         "bad_request")
+
     def test_exploded_input_may_be_an_output(self):
         gm, _ = self.archive.region_module(["relu"], ["linear"], ["linear", "relu"], exploded=True)
         self.assertEqual(outputs(gm), ["linear", "relu"])

@@ -56,6 +56,8 @@ void expect_same(const DiffOptions& a, const DiffOptions& b) {
   EXPECT_EQ(a.localize.max_compiles, b.localize.max_compiles);
   EXPECT_EQ(a.localize.repeats, b.localize.repeats);
   EXPECT_EQ(a.top, b.top);
+  EXPECT_EQ(a.workaround.enabled, b.workaround.enabled);
+  EXPECT_EQ(a.workaround.max_compiles, b.workaround.max_compiles);
   EXPECT_EQ(a.max_memory, b.max_memory);
 }
 
@@ -81,6 +83,7 @@ TEST(FlagsRoundTrip, EveryOptionIsWrittenBackAndParsesTheSame) {
       {"--compiled", "external:python3 my worker.py --flag", "--device", "cuda", "--rule", "cosine:0.95"},
       {"--rule", "relative", "--suspicious-ratio", "250", "--fail-on-suspicious", "--localize-suspicious"},
       {"--suspicious-ratio", "0"},
+      {"--workaround", "--workaround-max-compiles", "7"},
   };
   for (const auto& args : cases) {
     const DiffOptions first = parse(program, args);

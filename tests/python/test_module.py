@@ -145,6 +145,21 @@ class JsonMatchesCli(unittest.TestCase):
                          ["--compiled", sub_tolerance, "--rule", "relative", "--suspicious-ratio", "50", "--fail-on-suspicious",
                           "--localize-suspicious"])
 
+    def test_workaround(self):
+        # relu scaled: left eager (the fault backend runs it without the fault), the graph passes.
+        relu_fault = "fault:relu:scale=0.05"
+        r = pt2diff.diff(fixture("mlp.pt2"), mlp_inputs(), compiled=relu_fault, workaround=True)
+        self.assertFalse(r.agrees)  # the verdict stays the compiled graph's
+        w = r.workaround
+        self.assertEqual(w.conclusion, "found")
+        self.assertEqual([n.node for n in w.nodes], ["relu"])
+        self.assertTrue(w.verified and w.minimal)
+        self.assertEqual(w.levers[0].kind, "source_line")
+        self.assertTrue(any("@torch.compiler.disable" in line for line in w.lines))
+        self.assertIsNone(pt2diff.diff(fixture("mlp.pt2"), mlp_inputs(), compiled=relu_fault).workaround)
+        self.assertEqual(pt2diff.cli_flags(fixture("mlp.pt2"), compiled=relu_fault, workaround=True, workaround_max_compiles=5),
+                         ["--compiled", relu_fault, "--workaround", "--workaround-max-compiles", "5"])
+
     def test_program_from_path(self):
         # Loaded from the same file, only the inputs' origin differs.
         r = pt2diff.diff(pt2diff.load(fixture("mlp.pt2")), mlp_inputs(), compiled=FAULT)

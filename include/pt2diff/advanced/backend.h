@@ -39,6 +39,10 @@ struct RegionSpec {
   /// Ask for the kernel map: the buffers the compiled code writes, observed during run()
   /// (CompiledRegion::kernel_map()). Backends that cannot give one ignore it and say why there.
   bool observe = false;
+  /// Nodes of `nodes` the compiler leaves to eager PyTorch, as `torch.compiler.disable` does in a user's
+  /// program: the graph breaks around each and the rest is compiled (the smallest eager set,
+  /// workaround.h). Sorted by id. Backends whose leaves_eager() is false refuse a region that has any.
+  std::vector<NodeId> eager;
 
   /// The whole graph: inputs are the graph inputs that carry a value, outputs the graph outputs.
   static RegionSpec whole_graph(const ExportedGraph& ir);
@@ -107,6 +111,8 @@ class Backend {
   virtual bool compiles_regions() const { return true; }
   /// Whether its compiled regions can observe their own code (RegionSpec::observe, the kernel map).
   virtual bool observes() const { return false; }
+  /// Whether compile() honors RegionSpec::eager (nodes left to eager PyTorch).
+  virtual bool leaves_eager() const { return false; }
   /// Compiles `region` for inputs like `example_inputs` (one per RegionSpec::inputs entry; their
   /// shapes specialize the compile). Throws BackendFailure when the compiler fails.
   virtual std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) = 0;
