@@ -18,6 +18,7 @@
 #include "engine/backends/worker_process.h"
 #include "engine/execution/op_catalog.h"
 #include "graphs/archive.h"
+#include "graphs/inline_region.h"
 #include "graphs/torch_save.h"
 #include "pt2diff/error.h"
 
@@ -284,10 +285,19 @@ struct WorkerBackend::Impl {
     for (const std::string& l : options.op_libraries) libraries.push_back(fs::absolute(l).string());
     json fused_attention = json::array();  // what the worker runs as math attention when it compiles for the CPU
     for (const std::string& op : cuda_fused_attention_ops()) fused_attention.push_back("aten::" + op);
-    checked(exchange({{"op", "load"}, {"archive", archive_path()}, {"model", program.model_name},
-                      {"device", options.device}, {"op_libraries", libraries}, {"cuda_fused_attention", fused_attention}},
-                     "loading the archive"),
-            "loading the archive", BackendFailure::Kind::Unusable);
+    // Autocast regions the engine inlined into the graph it runs (graphs/inline_region.h): the worker
+    // inlines the same ones, so that node and value names agree.
+    std::set<std::string> inlined;
+    for (const Node& n : program.ir.graph.nodes())
+      if (auto it = n.metadata.find(kInlinedFromMetadata); it != n.metadata.end()) inlined.insert(it->second);
+    json load = {{"op", "load"}, {"archive", archive_path()}, {"model", program.model_name}, {"device", options.device},
+                 {"op_libraries", libraries}, {"cuda_fused_attention", fused_attention}};
+    if (!inlined.empty()) load["inline_autocast"] = inlined;
+    json reply = checked(exchange(load, "loading the archive"), "loading the archive", BackendFailure::Kind::Unusable);
+    if (!inlined.empty() && !(reply.contains("inlined") && reply["inlined"] == json(inlined)))
+      throw BackendFailure(BackendFailure::Kind::Unusable,
+                           fmt::format("the {} did not inline the autocast region{} {} (no \"inlined\" in its load reply: "
+                                       "docs/worker-protocol.md)", label, inlined.size() == 1 ? "" : "s", fmt::join(inlined, ", ")));
     startup_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   }
 

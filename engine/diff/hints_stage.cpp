@@ -41,7 +41,7 @@ std::vector<Hint> explain_window(const RunState& s, const Culprit& culprit) {
 }
 
 void explain_culprit(RunState& s) {
-  if (!s.result.localization) return;
+  if (!s.result.localization || s.descended) return;  // descended: the inlined graph's job gave them
   Localization& loc = *s.result.localization;
   const bool named = loc.culprit.kind == Culprit::Kind::SingleOp || loc.culprit.kind == Culprit::Kind::Window;
   if (named || s.random_first) loc.hints = explain_window(s, loc.culprit);

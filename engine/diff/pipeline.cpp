@@ -26,6 +26,7 @@ constexpr Stage kDiffStages[] = {
     trace_nonfinite,      // where the compiled code's first NaN/Inf comes from
     localize_kernel,      // the op inside the first failing kernel
     localize_divergence,  // bisect a divergence to its first op or window
+    localize_in_region,   // a culprit that is an autocast region: the same job on the region inlined
     write_culprit_repro,  // the culprit as a standalone archive and command
     explain_culprit,      // hints: promotion, reduction order, compiler levers
     find_workaround,      // the smallest eager set and the lines that leave it eager (--workaround)

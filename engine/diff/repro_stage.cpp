@@ -31,7 +31,7 @@ void write_kernel_code(RunState& s) {
 void write_culprit_repro(RunState& s) {
   if (s.options.repro_dir.empty()) return;
   write_kernel_code(s);
-  if (!s.result.localization) return;
+  if (!s.result.localization || s.descended) return;  // descended: the inlined graph's job wrote it
   Localization& loc = *s.result.localization;
   const bool named = loc.culprit.kind == Culprit::Kind::SingleOp || loc.culprit.kind == Culprit::Kind::Window;
   if (named) loc.repro = write_repro(s.program, loc.culprit, s.reference, s.options);

@@ -51,6 +51,9 @@ struct RunState {
 
   // localize_divergence: the culprit is a random op whose streams differ (hints still try the levers).
   bool random_first = false;
+  // localize_in_region: the culprit was found inside an autocast region, by a job on the inlined graph
+  // that also wrote its repro and hints.
+  bool descended = false;
 
   DiffResult result;
 };

@@ -11,6 +11,7 @@
 //                                                             exploded suspects; compiles[1]
 //   localize_kernel       kernel table, kept values           kernels.inside (the op inside the first failing kernel)
 //   localize_divergence   verdicts, suspects, kept values     result.localization (culprit, probes)
+//   localize_in_region    culprit (an autocast region)        result.localization from the job on the region inlined
 //   write_culprit_repro   culprit, kept values                localization.repro (DiffOptions::repro_dir)
 //   explain_culprit       culprit, kept values                localization.hints
 //   find_workaround       verdicts, culprit, whole graph       result.workaround (the smallest eager set; --workaround)
@@ -30,6 +31,7 @@ void compile_exploded(RunState& s);
 void trace_nonfinite(RunState& s);
 void localize_kernel(RunState& s);
 void localize_divergence(RunState& s);
+void localize_in_region(RunState& s);
 void write_culprit_repro(RunState& s);
 void explain_culprit(RunState& s);
 void find_workaround(RunState& s);

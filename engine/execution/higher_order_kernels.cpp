@@ -1,9 +1,9 @@
 // engine/execution/higher_order_kernels.cpp — higher-order ops run by interpreting their subgraphs.
-#include <ATen/autocast_mode.h>
 #include <ATen/ops/stack.h>
 #include <fmt/format.h>
 #include <map>
 
+#include "engine/execution/autocast_guard.h"
 #include "engine/execution/kernel.h"
 #include "pt2diff/error.h"
 
@@ -148,34 +148,6 @@ std::unique_ptr<Kernel> make_invoke_subgraph_kernel(const Node& node, std::strin
                            ? 2 : 1;
   return std::make_unique<BodyKernel>(0, first);
 }
-
-/// Sets autocast for one device type on construction and restores it on destruction, as
-/// torch.autocast's __enter__/__exit__ do (the weight-cast cache is cleared when the outermost region ends).
-class AutocastGuard {
- public:
-  AutocastGuard(c10::DeviceType device, bool enabled, c10::ScalarType dtype, bool cache)
-      : device_(device), enabled_(at::autocast::is_autocast_enabled(device)), dtype_(at::autocast::get_autocast_dtype(device)),
-        cache_(at::autocast::is_autocast_cache_enabled()) {
-    at::autocast::set_autocast_enabled(device, enabled);
-    at::autocast::set_autocast_dtype(device, dtype);
-    at::autocast::set_autocast_cache_enabled(cache);
-    at::autocast::increment_nesting();
-  }
-  ~AutocastGuard() {
-    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    at::autocast::set_autocast_enabled(device_, enabled_);
-    at::autocast::set_autocast_dtype(device_, dtype_);
-    at::autocast::set_autocast_cache_enabled(cache_);
-  }
-  AutocastGuard(const AutocastGuard&) = delete;
-  AutocastGuard& operator=(const AutocastGuard&) = delete;
-
- private:
-  c10::DeviceType device_;
-  bool enabled_;
-  c10::ScalarType dtype_;
-  bool cache_;
-};
 
 /// wrap_with_autocast(device_type, dtype, enabled, cache_enabled, body, *operands): a
 /// `torch.autocast` region. The native run runs the body under ATen's autocast for the device and

@@ -1,8 +1,10 @@
 // engine/execution/kernel_factory.cpp — the one place a node's kernel is chosen.
 #include <fmt/format.h>
 
+#include "engine/execution/autocast_guard.h"
 #include "engine/execution/kernel.h"
 #include "engine/execution/op_catalog.h"
+#include "graphs/inline_region.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {
@@ -62,7 +64,63 @@ void store_output(const Argument& out, c10::IValue value, Frame& frame) {
   }
 }
 
-std::unique_ptr<Kernel> make_kernel(const Node& node, const Graph& graph, std::string& why) {
+namespace {
+
+/// A node inlined out of an autocast region (graphs/inline_region.h): its own kernel, run under the
+/// region's autocast in the native run, as inside the region; the fp64 and widened runs ignore the
+/// autocast, as they do for the region (a fix-up says so).
+class UnderAutocast final : public Kernel {
+ public:
+  UnderAutocast(std::unique_ptr<Kernel> inner, std::string device_type, std::string dtype_name, c10::ScalarType dtype, bool enabled,
+                bool cache)
+      : inner_(std::move(inner)), device_type_(std::move(device_type)), dtype_name_(std::move(dtype_name)), dtype_(dtype),
+        enabled_(enabled), cache_(cache) {}
+  void run(const Node& node, const Graph& graph, Frame& frame, const ExecContext& ctx) const override {
+    if (ctx.precision != Precision::Native) {
+      if (ctx.fixups && enabled_)
+        ctx.fixups->insert(fmt::format("wrap_with_autocast: autocast to {} ignored (the body runs in float64)", dtype_name_));
+      inner_->run(node, graph, frame, ctx);
+      return;
+    }
+    AutocastGuard guard(run_device(Device{device_type_, -1}, ctx).type(), enabled_, dtype_, cache_);
+    inner_->run(node, graph, frame, ctx);
+  }
+  bool is_random() const override { return inner_->is_random(); }
+  bool mutates_inputs() const override { return inner_->mutates_inputs(); }
+  std::vector<std::string> written_arguments() const override { return inner_->written_arguments(); }
+  bool output_may_alias_input() const override { return inner_->output_may_alias_input(); }
+  std::string device_rewrite() const override { return inner_->device_rewrite(); }
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+  std::string device_type_, dtype_name_;
+  c10::ScalarType dtype_;
+  bool enabled_, cache_;
+};
+
+/// `kernel` under the autocast of `node`'s kAutocastMetadata ("cpu,bfloat16,1,0"), when it has one.
+std::unique_ptr<Kernel> with_autocast(std::unique_ptr<Kernel> kernel, const Node& node, std::string& why) {
+  auto tag = node.metadata.find(kAutocastMetadata);
+  if (!kernel || tag == node.metadata.end()) return kernel;
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t comma = tag->second.find(',', start);
+    parts.push_back(tag->second.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::optional<DType> dtype;
+  for (DType d : {DType::BFloat16, DType::Half, DType::Float})
+    if (parts.size() == 4 && parts[1] == dtype_name(d)) dtype = d;
+  if (!dtype) {
+    why = fmt::format("{} '{}': expected DEVICE,bfloat16|float16|float32,ENABLED,CACHE", kAutocastMetadata, tag->second);
+    return nullptr;
+  }
+  return std::make_unique<UnderAutocast>(std::move(kernel), parts[0], parts[1], static_cast<c10::ScalarType>(static_cast<int8_t>(*dtype)),
+                                         parts[2] == "1", parts[3] == "1");
+}
+
+std::unique_ptr<Kernel> make_kernel_of_op(const Node& node, const Graph& graph, std::string& why) {
   OpClass c = classify_op(node.target);
   switch (c.route) {
     case OpRoute::Dispatcher: return make_dispatcher_kernel(node, why);
@@ -72,6 +130,12 @@ std::unique_ptr<Kernel> make_kernel(const Node& node, const Graph& graph, std::s
     case OpRoute::Unsupported: why = c.reason; return nullptr;
   }
   return nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_kernel(const Node& node, const Graph& graph, std::string& why) {
+  return with_autocast(make_kernel_of_op(node, graph, why), node, why);
 }
 
 }  // namespace pt2diff

@@ -7,7 +7,7 @@ import operator
 import torch
 
 from .protocol import Failure, first_line
-from .regions import attention_on_cpu, region_module
+from .regions import attention_on_cpu, inline_autocast, region_module
 
 
 @contextlib.contextmanager
@@ -109,10 +109,12 @@ class Archive:
         self.device = device
 
     @classmethod
-    def load(cls, path, device="cpu", op_libraries=(), cuda_fused_attention=()):
+    def load(cls, path, device="cpu", op_libraries=(), cuda_fused_attention=(), inline=()):
         """Loads the archive at `path` for `device`, after the custom-op libraries `op_libraries`.
         Compiling a GPU export for the CPU: storages are mapped to the CPU and the CUDA-only fused attention
-        ops named in `cuda_fused_attention` (schema names) become math attention. Failures: "load_failed"."""
+        ops named in `cuda_fused_attention` (schema names) become math attention. `inline`: names of
+        top-level autocast regions to inline (regions.inline_autocast), as the engine did to the graph it
+        localizes in. Failures: "load_failed"."""
         load_op_libraries(op_libraries)
         device = resolve_device(device)
         on_cpu = torch.device(device).type == "cpu"
@@ -126,14 +128,20 @@ class Archive:
         if on_cpu:
             # The engine names the CUDA-only fused attention ops (its op catalog is the one list of them).
             by_name.update(attention_on_cpu(gm.graph, set(cuda_fused_attention)))
+        if inline:
+            aliases = inline_autocast(gm, list(inline))
+            alive = set(gm.graph.nodes)
+            by_name = {k: v for k, v in by_name.items() if v in alive}
+            by_name.update(aliases)
+            by_name.update({n.name: n for n in gm.graph.nodes})
         return cls(program, by_name, program_state(program, device), device)
 
     @classmethod
     def from_request(cls, req):
         """`Archive.load` with the fields of a protocol `load` request (archive, device, op_libraries,
-        cuda_fused_attention)."""
+        cuda_fused_attention, inline_autocast)."""
         return cls.load(req["archive"], req.get("device", "cpu"), req.get("op_libraries", []),
-                        req.get("cuda_fused_attention", []))
+                        req.get("cuda_fused_attention", []), req.get("inline_autocast", []))
 
     def node_count(self):
         """The number of op nodes (call_function, getitem aside): the `nodes` of a `load` reply."""

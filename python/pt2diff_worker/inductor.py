@@ -83,10 +83,14 @@ class Worker:
                 "observe": True}
 
     def load(self, req):
-        """Loads the archive (Archive.from_request); forgets every compiled region. Reply: `nodes`."""
+        """Loads the archive (Archive.from_request); forgets every compiled region. Reply: `nodes`, and
+        `inlined` (the autocast regions inlined, sorted) when the request named any."""
         self.archive = Archive.from_request(req)
         self.regions = {}
-        return {"nodes": self.archive.node_count()}
+        reply = {"nodes": self.archive.node_count()}
+        if req.get("inline_autocast"):
+            reply["inlined"] = sorted(req["inline_autocast"])
+        return reply
 
     def compile(self, req):
         """Compiles a region with Inductor, including its first call on `example_inputs`."""

@@ -112,6 +112,90 @@ def region_module(root, by_name, node_names, input_names, output_names, exploded
     return torch.fx.GraphModule(root, new), list(input_names)
 
 
+_AUTOCAST_CALLS = {}
+
+
+def autocast_call(target, device_type, dtype, enabled, cache_enabled):
+    """`target` called under `torch.autocast(device_type, dtype, enabled, cache_enabled)`: one op of an
+    inlined autocast region (inline_autocast), which torch.compile traces as the region's own ops."""
+    key = (target, device_type, dtype, enabled, cache_enabled)
+    wrapper = _AUTOCAST_CALLS.get(key)
+    if wrapper is None:
+        def under_autocast(*args, **kwargs):
+            with torch.autocast(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled):
+                return target(*args, **kwargs)
+        under_autocast.__name__ = under_autocast.__qualname__ = "autocast_" + str(target).replace(".", "_")
+        wrapper = _AUTOCAST_CALLS[key] = under_autocast
+    return wrapper
+
+
+def inline_autocast(gm, region_names):
+    """Inlines the top-level `wrap_with_autocast` nodes named `region_names` into `gm`'s graph, in place, as
+    the engine does (graphs/inline_region.cpp), and returns {name: node} for the names the engine uses that
+    the graph no longer has: each body op becomes a top-level call under the region's autocast
+    (autocast_call); the values the body returns take the names of the region's outputs (its getitems);
+    a body name the top-level graph already has becomes "<name>_<region>". Failure("load_failed") when a
+    name is not such a region or the body cannot be inlined."""
+    graph = gm.graph
+    aliases = {}
+    for region_name in region_names:
+        top = {n.name for n in graph.nodes}
+        region = next((n for n in graph.nodes if n.name == region_name), None)
+        if region is None or region.target is not torch.ops.higher_order.wrap_with_autocast:
+            raise Failure("load_failed", f"'{region_name}' is not a wrap_with_autocast node of the archive's graph")
+        device_type, dtype, enabled, cache_enabled, body_attr = region.args[:5]
+        operands = list(region.args[5:])
+        body = getattr(gm, body_attr.target).graph
+        placeholders = [n for n in body.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(operands):
+            raise Failure("load_failed", f"{region_name} passes {len(operands)} operands to a body of {len(placeholders)} inputs")
+        env = dict(zip(placeholders, operands))
+        returned = next(n for n in body.nodes if n.op == "output").args[0]
+        returned = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+        users = {u.args[1]: u for u in region.users if u.target is operator.getitem}
+        if len(users) != len(region.users):
+            raise Failure("load_failed", f"{region_name}'s outputs are read other than by index")
+        out_names = {}  # body node -> the region output name it takes
+        for k, value in enumerate(returned):
+            if k in users:
+                out_names[value] = users[k].name
+        renamed = {}
+        with graph.inserting_before(region):
+            for n in body.nodes:
+                if n.op in ("placeholder", "output"):
+                    continue
+                if n.op == "get_attr":  # a nested body: registered on the body module; copy it up
+                    sub = getattr(getattr(gm, body_attr.target), n.target)
+                    name = n.target if not hasattr(gm, n.target) else f"{n.target}_{region_name}"
+                    gm.add_submodule(name, sub)
+                    env[n] = graph.get_attr(name)
+                    continue
+                copy = graph.node_copy(n, lambda a: env[a])
+                copy.meta = {k: n.meta[k] for k in KEPT_META + ("val",) if k in n.meta}
+                if n.op == "call_function":
+                    copy.target = autocast_call(n.target, device_type, dtype, enabled, cache_enabled)
+                env[n] = copy
+                renamed[n] = copy
+        for k, user in users.items():
+            user.replace_all_uses_with(env[returned[k]])
+            graph.erase_node(user)
+        graph.erase_node(region)
+        if not body_attr.users:
+            graph.erase_node(body_attr)
+        # Names last, once the region's getitems are gone: theirs pass to the values the body returns. Set
+        # directly: fx's namespace never frees a name (its _rename would pick "getitem_1").
+        for n, copy in renamed.items():
+            ir_name = f"{n.name}_{region_name}" if n.name in top else n.name  # graphs/inline_region.cpp: inlined_name
+            copy.name = out_names.get(n, ir_name)
+            aliases[ir_name] = aliases[copy.name] = copy
+        names = [n.name for n in graph.nodes]
+        if len(set(names)) != len(names):
+            raise Failure("load_failed", f"the body of {region_name} cannot be inlined: a renamed body node's name is taken")
+    graph.lint()
+    gm.recompile()
+    return aliases
+
+
 def math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, stride, outputs):
     """What a CUDA fused attention node computes, on any device: math attention, its output laid out with
     the strides the fused kernel gave it (the graph's later views rely on them), and None for the

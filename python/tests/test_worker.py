@@ -78,6 +78,33 @@ def failure(test, call):
     return caught.exception.kind, str(caught.exception)
 
 
+class InlineAutocastTest(unittest.TestCase):
+    """Archive.load(inline=...): a torch.autocast region inlined as the engine inlines it (graphs/inline_region.cpp)."""
+    FIXTURE = os.path.join(PYTHON_DIR, "..", "fixtures", "autocast_regions.pt2")
+
+    def test_an_inlined_region_computes_what_the_region_does(self):
+        ep = torch.export.load(self.FIXTURE)
+        region = next(n for n in ep.graph.nodes if n.target is torch.ops.higher_order.wrap_with_autocast)
+        outputs = [u.name for u in region.users]
+        archive = Archive.load(self.FIXTURE, inline=[region.name])
+        graph = archive.program.graph_module.graph
+        self.assertNotIn(region.name, [n.name for n in graph.nodes])
+        for name in outputs:  # the region's outputs are now the body's last ops, under their names
+            self.assertIn(name, archive.by_name)
+            self.assertIs(archive.by_name[name].graph, graph)
+        inputs = iter(torch.load(self.FIXTURE.replace(".pt2", "_inputs.pt"), weights_only=True))
+        args = [archive.state[n.name] if n.name in archive.state else next(inputs) for n in graph.nodes if n.op == "placeholder"]
+        with torch.no_grad():
+            got = archive.program.graph_module(*args)
+            want = torch.export.load(self.FIXTURE).graph_module(*args)
+        self.assertEqual(len(got), len(want))
+        for g, w in zip(got, want):
+            self.assertTrue(torch.equal(g, w))
+
+    def test_what_is_not_a_region_is_a_load_failure(self):
+        self.assertEqual(failure(self, lambda: Archive.load(self.FIXTURE, inline=["linear"]))[0], "load_failed")
+
+
 class RegionTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -14,6 +14,7 @@
 #include "pt2diff/advanced/interpreter.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/inspect.h"
+#include "graphs/inline_region.h"
 
 namespace pt2diff {
 namespace {
@@ -51,6 +52,58 @@ TEST(AutocastRegions, AreReadFromTheTrainingIrGraph) {
   EXPECT_EQ(regions[2].body_nodes.back(), "mm");
   // run_decompositions() writes autocast's casts into the graph: no region is left.
   EXPECT_TRUE(autocast_regions(load("autocast_regions_core").program.ir.graph).empty());
+}
+
+TEST(AutocastRegions, AnInlinedRegionRunsBitForBitAsTheRegion) {
+  Loaded f = load("autocast_regions");
+  const Graph& g = f.program.ir.graph;
+  const AutocastRegion outer = autocast_regions(g).front();
+  NodeId region = kGraphInput;
+  for (const Node& n : g.nodes())
+    if (n.name == outer.node) region = n.id;
+  ASSERT_NE(region, kGraphInput);
+  std::string why;
+  std::optional<ExportedGraph> inlined = inline_autocast_region(f.program.ir, region, why);
+  ASSERT_TRUE(inlined) << why;
+  Program p = f.program;
+  p.ir = std::move(*inlined);
+  // The body's nodes are top-level nodes now, each tagged with the region's autocast; the nested regions
+  // (autocast off inside it) stay regions.
+  size_t tagged = 0;
+  for (const Node& n : p.ir.graph.nodes()) {
+    EXPECT_NE(n.name, outer.node);
+    if (n.metadata.count(kAutocastMetadata)) {
+      ++tagged;
+      EXPECT_EQ(n.metadata.at(kAutocastMetadata), "cpu,bfloat16,1,0") << n.name;  // export records cache_enabled=False
+      EXPECT_EQ(n.metadata.at(kInlinedFromMetadata), outer.node);
+    }
+  }
+  EXPECT_EQ(tagged, outer.body_nodes.size());
+  EXPECT_EQ(p.ir.graph.nodes().size(), g.nodes().size() - 1 + outer.body_nodes.size());
+  EXPECT_EQ(autocast_regions(p.ir.graph).size(), autocast_regions(g).size() - 1);
+  // Native: every op under the same autocast, so the same bits; fp64: the same float64 values, the casts
+  // ignored and said so.
+  Interpreter as_region(f.program), as_ops(p);
+  RunResult a = as_region.run(f.inputs), b = as_ops.run(f.inputs);
+  RunOptions fp64;
+  fp64.precision = Precision::Fp64;
+  RunResult a64 = as_region.run(f.inputs, fp64), b64 = as_ops.run(f.inputs, fp64);
+  ASSERT_EQ(a.outputs.size(), b.outputs.size());
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    if (!a.outputs[i].isTensor()) continue;
+    EXPECT_TRUE(at::equal(a.outputs[i].toTensor(), b.outputs[i].toTensor())) << "output " << i;
+    EXPECT_TRUE(at::equal(a64.outputs[i].toTensor(), b64.outputs[i].toTensor())) << "fp64 output " << i;
+  }
+  EXPECT_NE(std::find(b64.fixups.begin(), b64.fixups.end(), "wrap_with_autocast: autocast to bfloat16 ignored (the body runs in float64)"),
+            b64.fixups.end());
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU)) << "the run left autocast on";
+  // A node that is not an autocast region is refused, with the reason.
+  for (const Node& n : g.nodes())
+    if (n.target != "torch.ops.higher_order.wrap_with_autocast") {
+      EXPECT_FALSE(inline_autocast_region(f.program.ir, n.id, why)) << n.name;
+      EXPECT_EQ(why, "not a wrap_with_autocast node");
+      break;
+    }
 }
 
 TEST(AutocastRegions, NativeRunCastsByAutocastAndRestoresIt) {

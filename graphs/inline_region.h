@@ -1,0 +1,32 @@
+// graphs/inline_region.h — a top-level torch.autocast region (wrap_with_autocast) inlined into its graph,
+// so that localization can reach the ops of its body: each body op becomes a top-level node that runs
+// under the region's autocast. The worker builds the same graph with the same names
+// (python/pt2diff_worker/regions.py: inline_autocast). Torch-free.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "pt2diff/graph.h"
+
+namespace pt2diff {
+
+/// Node::metadata key on an inlined node: the autocast it runs under, "DEVICE_TYPE,DTYPE,ENABLED,CACHE"
+/// ("cpu,bfloat16,1,0"). The interpreter's native runs honor it; its fp64 runs ignore the casts.
+inline constexpr const char* kAutocastMetadata = "pt2diff_autocast";
+/// Node::metadata key on an inlined node: the name of the wrap_with_autocast node it came from.
+inline constexpr const char* kInlinedFromMetadata = "pt2diff_inlined_from";
+
+/// The name a body node or value `name` of region `region` takes once inlined: itself, or
+/// "<name>_<region>" when the top-level graph already uses it.
+std::string inlined_name(const std::string& name, const std::string& region, bool taken);
+
+/// `ir` with its top-level wrap_with_autocast node `region` replaced by the body's nodes, in order, each
+/// tagged with kAutocastMetadata and kInlinedFromMetadata. The values the body returns take the names of
+/// the region's outputs; other body names keep theirs unless the top-level graph uses them
+/// (inlined_name). nullopt, and `why` set, when that cannot be done: `region` is not an autocast region
+/// of the top-level graph, an operand is a literal, the body returns one of its inputs or a value twice,
+/// or a renamed body name is taken.
+std::optional<ExportedGraph> inline_autocast_region(const ExportedGraph& ir, NodeId region, std::string& why);
+
+}  // namespace pt2diff
