@@ -108,15 +108,8 @@ std::optional<ExportedGraph> inline_autocast_region(const ExportedGraph& ir, Nod
     return n;
   };
 
-  ExportedGraph out;
-  out.input_specs = ir.input_specs;
-  out.output_specs = ir.output_specs;
-  out.range_constraints = ir.range_constraints;
-  out.forward_arg_names = ir.forward_arg_names;
-  out.schema_major = ir.schema_major;
-  out.schema_minor = ir.schema_minor;
-  out.torch_version = ir.torch_version;
-  out.verifiers = ir.verifiers;
+  ExportedGraph out = ir;  // specs (remapped below), constraints and versions as exported
+  out.graph = Graph();
   Graph& g = out.graph;
   Map top_map, body_map;
   for (const Argument& a : src.inputs()) {

@@ -32,6 +32,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..", "..")
 BUG_WORKER = os.path.join(ROOT, "tests", "engine", "localize", "lowering_bug_worker.py")
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from report_checks import Checks  # noqa: E402
 
 
 DEVICE = os.environ.get("PT2DIFF_TEST_DEVICE", "cpu")
@@ -52,18 +54,8 @@ def run(pt2diff, fixtures, name, tmp, *flags, env=None):
 
 def main():
     pt2diff, fixtures = sys.argv[1], sys.argv[2]
-    failures = []
-
-    def expect(ok, what):
-        print(("ok   " if ok else "FAIL ") + what)
-        if not ok:
-            failures.append(what)
-
-    try:
-        import jsonschema
-        schema = json.load(open(os.path.join(ROOT, "docs", "report.schema.json")))
-    except ImportError:
-        jsonschema = None
+    checks = Checks()
+    expect, failures = checks.expect, checks.failures
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("mlp", "ln_softmax_gelu_core", "attention_core", "conv_bn_relu_core"):
             p, r = run(pt2diff, fixtures, name, tmp, "--no-exploded", "--no-localize")
@@ -74,8 +66,7 @@ def main():
             expect(k["available"] and k["judged"] >= 1 and k["first_failing"] is None and r["verdict"] == "agree",
                    f"{name}: {len(k['kernels'])} kernel calls, {k['observed']} buffers observed, {k['judged']} judged, "
                    f"none failing ({k['unavailable'] or 'available'}; verdict {r['verdict']})")
-            if jsonschema:
-                jsonschema.validate(r, schema)
+            checks.validate(r)
 
         bug = f"external:{sys.executable} {BUG_WORKER}"
         # (fixture, planted op, a node of the failing kernel, the op the search inside it names)
@@ -92,8 +83,7 @@ def main():
                    and first["name"].startswith(KERNEL_PREFIX),
                    f"{name} with a bug in the {op} lowering: the first failing kernel is "
                    f"{first and first['name']} (nodes {first and first['nodes']}), from the verdict's one compile")
-            if jsonschema:
-                jsonschema.validate(r, schema)
+            checks.validate(r)
             inside = k.get("inside") or {}
             expect(inside.get("kind") == "single_op" and inside.get("op") == inner and inside.get("kernel") == (first or {}).get("name")
                    and 1 <= inside.get("compiles", 99) <= inside.get("bound", 0) and inside.get("bound") == 1 + math.ceil(math.log2(len(inside["nodes"]))),

@@ -25,7 +25,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..", "..", "..")
+sys.path.insert(0, os.path.join(HERE, "..", ".."))
+from report_checks import Checks  # noqa: E402
 BUG_WORKER = os.path.join(HERE, "lowering_bug_worker.py")
 DEVICE = os.environ.get("PT2DIFF_TEST_DEVICE", "cpu")
 
@@ -68,18 +69,8 @@ def run(pt2diff, fixtures, name, tmp, *flags, env=None):
 
 def main():
     pt2diff, fixtures = sys.argv[1], sys.argv[2]
-    failures = []
-
-    def expect(ok, what):
-        print(("ok   " if ok else "FAIL ") + what)
-        if not ok:
-            failures.append(what)
-
-    try:
-        import jsonschema
-        schema = json.load(open(os.path.join(ROOT, "docs", "report.schema.json")))
-    except ImportError:
-        jsonschema = None
+    checks = Checks()
+    expect = checks.expect
     with tempfile.TemporaryDirectory() as tmp:
         # name, planted shape, the set expected, its levers (kind, module path or the start of the source line)
         cases = [("mlp", None, ["relu"], [("source_line", "make_fixtures.py:35")]),
@@ -91,8 +82,7 @@ def main():
             if r is None:
                 expect(False, f"{label}: pt2diff exited {p.returncode}: {p.stderr.strip()[-400:]}")
                 continue
-            if jsonschema:
-                jsonschema.validate(r, schema)
+            checks.validate(r)
             w = r["workaround"]
             got = [n["node"] for n in w["nodes"]]
             expect(p.returncode == 1 and r["verdict"] == "diverged", f"{label}: the compiled graph diverges (exit {p.returncode})")
@@ -120,8 +110,8 @@ def main():
                 expect(applied.returncode == 0,
                        f"{label}: the printed lines, applied to torch.export.unflatten(archive) and torch.compile'd with the bug: "
                        + (applied.stdout.strip() or applied.stderr.strip()[-600:]))
-    if failures:
-        print(f"{len(failures)} failed")
+    if checks.failures:
+        print(f"{len(checks.failures)} failed")
         return 1
     print("the smallest eager set is found, verified and works as printed")
     return 0
