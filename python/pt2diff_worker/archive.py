@@ -7,7 +7,7 @@ import operator
 import torch
 
 from .protocol import Failure, first_line
-from .regions import attention_on_cpu, inline_autocast, region_module
+from .regions import attention_on_cpu, graphs_on_device, inline_autocast, region_module
 
 
 @contextlib.contextmanager
@@ -95,6 +95,15 @@ def program_state(program, device):
     return {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in state.items()}
 
 
+def export_device_type(program):
+    """The device type the program was exported on, from its placeholders' example values ("cpu" if none)."""
+    for n in program.graph.nodes:
+        val = n.meta.get("val") if n.op == "placeholder" else None
+        if isinstance(val, torch.Tensor):
+            return val.device.type
+    return "cpu"
+
+
 class Archive:
     """A torch.export archive loaded for compiling regions of it on one device.
 
@@ -124,6 +133,9 @@ class Archive:
         except Exception as e:  # noqa: BLE001 - any loader error is the archive's problem
             raise Failure("load_failed", f"torch.export.load({path}) failed: {type(e).__name__}: {e}")
         gm = program.graph_module
+        # Devices baked into the bodies of higher-order ops (a torch.autocast region's factories) and regions'
+        # autocast device types follow the compile, as the top level's do in region_module.
+        graphs_on_device(gm, device, export_device_type(program))
         by_name = {n.name: n for n in gm.graph.nodes}
         if on_cpu:
             # The engine names the CUDA-only fused attention ops (its op catalog is the one list of them).

@@ -112,6 +112,36 @@ def region_module(root, by_name, node_names, input_names, output_names, exploded
     return torch.fx.GraphModule(root, new), list(input_names)
 
 
+def graphs_on_device(gm, device, export_device_type):
+    """Every graph of `gm` (the top level and the bodies of its higher-order ops) with the devices an export
+    baked in rewritten for `device`, in place, as the engine's runs map them (run_device in
+    engine/execution/kernel_factory.cpp): torch.device arguments become `device`, and a torch.autocast
+    region's device type becomes `device`'s type when it is the export's or "cuda" (on a CPU, always "cpu"),
+    so that a CPU export's autocast casts on the GPU it is compiled for, as pt2diff's eager run there does."""
+    target = torch.device(device)
+
+    def autocast_type(device_type):
+        if target.type == "cpu":
+            return "cpu"
+        return target.type if device_type in (export_device_type, "cuda") else device_type
+
+    for module in gm.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        changed = False
+        for n in module.graph.nodes:
+            if n.op != "call_function":
+                continue
+            args = torch.fx.node.map_aggregate(n.args, lambda v: target if isinstance(v, torch.device) else v)
+            kwargs = torch.fx.node.map_aggregate(n.kwargs, lambda v: target if isinstance(v, torch.device) else v)
+            if n.target is torch.ops.higher_order.wrap_with_autocast and isinstance(args[0], str):
+                args = (autocast_type(args[0]),) + tuple(args[1:])
+            if args != n.args or kwargs != n.kwargs:
+                n.args, n.kwargs, changed = args, kwargs, True
+        if changed:
+            module.recompile()
+
+
 _AUTOCAST_CALLS = {}
 
 

@@ -101,6 +101,31 @@ class InlineAutocastTest(unittest.TestCase):
         for g, w in zip(got, want):
             self.assertTrue(torch.equal(g, w))
 
+    def test_bodies_follow_the_compile_device(self):
+        # A CPU export compiled for a GPU: devices baked into the region's body, and the region's autocast
+        # device type, follow the compile (as the engine's runs map them); for the CPU nothing changes.
+        from pt2diff_worker.regions import graphs_on_device
+        gm = torch.export.load(self.FIXTURE).graph_module
+
+        def seen(module):
+            devices, autocast = set(), []
+            for m in module.modules():
+                if isinstance(m, torch.fx.GraphModule):
+                    for n in m.graph.nodes:
+                        torch.fx.node.map_aggregate((n.args, n.kwargs), lambda v: devices.add(v.type) if isinstance(v, torch.device) else v)
+                        if n.target is torch.ops.higher_order.wrap_with_autocast:
+                            autocast.append(n.args[0])
+            return devices, autocast
+
+        before = seen(gm)
+        graphs_on_device(gm, "cpu", "cpu")
+        self.assertEqual(seen(gm), before)
+        self.assertTrue(before[1] and set(before[1]) == {"cpu"})
+        graphs_on_device(gm, "cuda:0", "cpu")  # torch.device objects only: no GPU needed
+        devices, autocast = seen(gm)
+        self.assertEqual(devices - {"cuda"}, set())
+        self.assertEqual(set(autocast), {"cuda"})
+
     def test_what_is_not_a_region_is_a_load_failure(self):
         self.assertEqual(failure(self, lambda: Archive.load(self.FIXTURE, inline=["linear"]))[0], "load_failed")
 
