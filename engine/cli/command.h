@@ -72,7 +72,8 @@ struct CompilerOptions {
 /// One stderr line per failed compile; returns the exit code 4 when any failed, else 0.
 int report_compile_failures(const DiffResult& result);
 
-/// --rule, --tol, the multipliers and --suspicious-ratio: the verdict rule and its levels.
+/// --rule, --tol, the multipliers, --suspicious-ratio and the node verdict's --node-ratio, --node-fail-ratio:
+/// the verdict rule and its levels.
 struct RuleOptions {
   std::string rule = "same";
   ToleranceRule parsed;

@@ -95,6 +95,16 @@ void RuleOptions::add_to(CLI::App& app, bool with_tol) {
                  "(eager's floored at its dtype's rounding); 0: never")
       ->default_val(kDefaultSuspiciousRatio)
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--node-ratio", parsed.node_ratio,
+                 "node verdict: a node whose compiled local error (the exploded compile, fp64-exact inputs) is at least this many "
+                 "times eager's local error makes the run at least suspicious, whatever the outputs say; 0: off (docs/verdicts.md)")
+      ->default_val(kDefaultNodeRatio)
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--node-fail-ratio", parsed.node_fail_ratio,
+                 "node verdict: such a node at least this many times eager's local error makes the run fail; 0: never on node "
+                 "evidence alone")
+      ->default_val(kDefaultNodeFailRatio)
+      ->check(CLI::NonNegativeNumber);
 }
 
 void RuleOptions::add_exit_code_to(CLI::App& app) {

@@ -1,5 +1,8 @@
 // engine/diff/compile_graph.cpp — stage compile_graph: the whole graph through the compiler, fed the
 // same inputs as eager; and compile_and_run, which every compile of the pipeline goes through.
+#include <chrono>
+#include <fmt/format.h>
+
 #include "engine/diff/stages.h"
 
 namespace pt2diff {
@@ -36,6 +39,52 @@ void compile_graph(RunState& s) {
   const std::vector<c10::IValue> input_values = graph_input_values(s.program, s.inputs);
   for (ValueId v : s.whole.inputs) s.whole_inputs.push_back(input_values[static_cast<size_t>(v)]);
   s.compiled = compile_and_run(s.backend, s.whole, s.whole_inputs, "graph", s.result, s.whole.observe ? &s.observed : nullptr);
+}
+
+EagerNodesRun run_with_eager_nodes(RunState& s, const std::vector<NodeId>& eager, bool suspicious_fails, const std::string& what) {
+  const auto start = std::chrono::steady_clock::now();
+  RegionSpec region = s.whole;
+  region.observe = false;
+  region.eager = eager;
+  DiffResult scratch;  // compile_and_run marks a failed compile as the run's failure: here it is an answer
+  auto outputs = compile_and_run(s.backend, region, s.whole_inputs, what, scratch);
+  EagerNodesRun a;
+  auto done = [&]() {
+    a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return a;
+  };
+  if (!outputs) {
+    a.failure = scratch.compiles.back().failure;
+    a.message = scratch.compiles.back().message;
+    return done();
+  }
+  a.ran = true;
+  const Graph& g = s.program.ir.graph;
+  for (size_t i = 0; i < s.program.ir.output_specs.size(); ++i) {
+    if (!s.runs.native.outputs[i].isTensor()) continue;
+    const c10::IValue value = compiled_output(s, i, *outputs);
+    auto names = s.program.ir.output_specs[i].arg.values();
+    const std::string name = names.empty() ? fmt::format("output #{}", i) : g.value(names.front()).name;
+    if (!value.isTensor()) {
+      if (a.failing_output.empty()) {
+        a.failing_output = name;
+        a.failing_detail = "no compiled value";
+      }
+      continue;
+    }
+    std::optional<Verdict> v = judge_output(s, i, value.toTensor());
+    if (!v) continue;
+    if (counts_as_failing(*v, suspicious_fails) && a.failing_output.empty()) {
+      a.failing_output = name;
+      a.failing_detail = v->reason;
+    }
+    a.ratios.emplace_back(name, v->error_ratio);
+    if (a.worst_output.empty() || v->error_ratio > a.worst_ratio) {
+      a.worst_output = name;
+      a.worst_ratio = v->error_ratio;
+    }
+  }
+  return done();
 }
 
 }  // namespace pt2diff

@@ -37,6 +37,8 @@ std::vector<std::string> to_flags(const DiffOptions& o, const std::string& defau
     add("--low-precision-multiplier", fmt::format("{}", r.low_precision_multiplier));
   if (r.small_tensor_multipliers) f.push_back("--small-tensor-multipliers");
   if (r.suspicious_ratio != defaults.rule.suspicious_ratio) add("--suspicious-ratio", fmt::format("{}", r.suspicious_ratio));
+  if (r.node_ratio != defaults.rule.node_ratio) add("--node-ratio", fmt::format("{}", r.node_ratio));
+  if (r.node_fail_ratio != defaults.rule.node_fail_ratio) add("--node-fail-ratio", fmt::format("{}", r.node_fail_ratio));
   if (o.fail_on_suspicious) f.push_back("--fail-on-suspicious");
   if (o.localize_suspicious) f.push_back("--localize-suspicious");
   // What runs besides the verdicts.

@@ -23,10 +23,12 @@ constexpr Stage kDiffStages[] = {
     judge_outputs,        // compiled vs eager, fp64 as referee
     judge_kernels,        // the compiled code's own buffers, kernel by kernel
     compile_exploded,     // every op alone through the compiler: compiled local errors, suspects
+    judge_nodes,          // the node verdict: nodes whose compiled local error stands out against eager's
     trace_nonfinite,      // where the compiled code's first NaN/Inf comes from
     localize_kernel,      // the op inside the first failing kernel
     localize_divergence,  // bisect a divergence to its first op or window
     localize_in_region,   // a culprit that is an autocast region: the same job on the region inlined
+    name_node_culprit,    // outputs pass but a node stands out: it is the culprit, confirmed by one compile
     write_culprit_repro,  // the culprit as a standalone archive and command
     explain_culprit,      // hints: promotion, reduction order, compiler levers
     find_workaround,      // the smallest eager set and the lines that leave it eager (--workaround)

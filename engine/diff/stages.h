@@ -9,9 +9,13 @@
 //   judge_outputs         runs, compiled                      result.outputs (verdicts), result.diverged
 //   compile_exploded      kept values                         every op compiled alone: compiled local errors,
 //                                                             exploded suspects; compiles[1]
+//   judge_nodes           compiled local errors               result.node_verdict (nodes that stand out against
+//                                                             eager's local error: evidence whatever the outputs say)
 //   localize_kernel       kernel table, kept values           kernels.inside (the op inside the first failing kernel)
 //   localize_divergence   verdicts, suspects, kept values     result.localization (culprit, probes)
 //   localize_in_region    culprit (an autocast region)        result.localization from the job on the region inlined
+//   name_node_culprit     node verdict, outputs passing       result.localization from the node evidence (no search),
+//                                                             confirmed by one compile with the nodes eager
 //   write_culprit_repro   culprit, kept values                localization.repro (DiffOptions::repro_dir)
 //   explain_culprit       culprit, kept values                localization.hints
 //   find_workaround       verdicts, culprit, whole graph       result.workaround (the smallest eager set; --workaround)
@@ -28,10 +32,12 @@ void compile_graph(RunState& s);
 void judge_outputs(RunState& s);
 void judge_kernels(RunState& s);
 void compile_exploded(RunState& s);
+void judge_nodes(RunState& s);
 void trace_nonfinite(RunState& s);
 void localize_kernel(RunState& s);
 void localize_divergence(RunState& s);
 void localize_in_region(RunState& s);
+void name_node_culprit(RunState& s);
 void write_culprit_repro(RunState& s);
 void explain_culprit(RunState& s);
 void find_workaround(RunState& s);

@@ -32,6 +32,8 @@ class WholeGraphOracle final : public EagerSetOracle {
     bool passes = false;
     std::string output;  ///< the first failing output; empty when all pass
     std::string detail;  ///< its verdict's reason, or the compiler's message
+    std::string worst_output;  ///< the output farthest from fp64 relative to eager
+    double worst_ratio = 0;    ///< its error ratio (compiled RMSE to fp64 / eager's)
   };
 
   WholeGraphOracle(RunState& s, std::vector<NodeId> candidates) : s_(s), candidates_(std::move(candidates)) {}
@@ -46,39 +48,20 @@ class WholeGraphOracle final : public EagerSetOracle {
   /// One compile and run of the whole graph with `eager` (sorted ids) left eager.
   Answer ask(const std::vector<NodeId>& eager) {
     ++compiles_;
-    RegionSpec region = s_.whole;
-    region.observe = false;
-    region.eager = eager;
-    DiffResult scratch;  // compile_and_run marks a failed compile as the run's failure: here it is an answer
-    auto outputs = compile_and_run(s_.backend, region, s_.whole_inputs, "workaround", scratch);
-    const CompileRecord& rec = scratch.compiles.back();  // the search's compiles are counted in Workaround::compiles
+    const bool suspicious_fails = s_.options.fail_on_suspicious || s_.options.localize_suspicious;
+    const EagerNodesRun run = run_with_eager_nodes(s_, eager, suspicious_fails, "workaround");
     Answer a;
-    if (!outputs) {
-      if (rec.failure == FailureKind::WorkerDied || rec.failure == FailureKind::TimedOut) throw OracleLost(rec.message);
-      if (rec.failure == FailureKind::Unusable) throw CannotLeaveEager(rec.message);
-      a.detail = rec.message;
+    if (!run.ran) {
+      if (run.failure == FailureKind::WorkerDied || run.failure == FailureKind::TimedOut) throw OracleLost(run.message);
+      if (run.failure == FailureKind::Unusable) throw CannotLeaveEager(run.message);
+      a.detail = run.message;
       return a;
     }
-    const Graph& g = s_.program.ir.graph;
-    const bool suspicious_fails = s_.options.fail_on_suspicious || s_.options.localize_suspicious;
-    for (size_t i = 0; i < s_.program.ir.output_specs.size(); ++i) {
-      const c10::IValue value = compiled_output(s_, i, *outputs);
-      auto names = s_.program.ir.output_specs[i].arg.values();
-      const std::string name = names.empty() ? fmt::format("output #{}", i) : g.value(names.front()).name;
-      if (!s_.runs.native.outputs[i].isTensor()) continue;
-      if (!value.isTensor()) {
-        a.output = name;
-        a.detail = "no compiled value";
-        return a;
-      }
-      std::optional<Verdict> v = judge_output(s_, i, value.toTensor());
-      if (v && counts_as_failing(*v, suspicious_fails)) {
-        a.output = name;
-        a.detail = v->reason;
-        return a;
-      }
-    }
-    a.passes = true;
+    a.output = run.failing_output;
+    a.detail = run.failing_detail;
+    a.passes = run.failing_output.empty();
+    a.worst_output = run.worst_output;
+    a.worst_ratio = run.worst_ratio;
     return a;
   }
 
@@ -196,9 +179,13 @@ void find_workaround(RunState& s) {
   };
   const bool suspicious_fails = s.options.fail_on_suspicious || s.options.localize_suspicious;
   const bool fails = !s.compiled || r.diverged || (suspicious_fails && r.suspicious);
-  if (!fails) {
+  // The outputs pass but nodes stand out (judge_nodes): the set is what the node verdict names, and the
+  // verification must bring the outputs' error back to eager's, not only pass the rule they already pass.
+  const NodeVerdict& nv = r.node_verdict;
+  const bool from_nodes = !fails && nv.level != Level::Pass && !nv.findings.empty();
+  if (!fails && !from_nodes) {
     w.conclusion = Workaround::Conclusion::NotNeeded;
-    w.summary = "the compiled graph passes the rule: nothing needs to run eagerly";
+    w.summary = "the compiled graph passes the rule and no node stands out: nothing needs to run eagerly";
     return done();
   }
   if (!s.backend.leaves_eager() || !s.backend.compiles_regions()) {
@@ -220,20 +207,33 @@ void find_workaround(RunState& s) {
     add(r.kernels.first_failing_node);
 
   WholeGraphOracle oracle(s, candidates);
+  auto verified = [&](const WholeGraphOracle::Answer& a) { return a.passes && (!from_nodes || a.worst_ratio <= kNodeConfirmBound); };
   try {
-    EagerSetSearch found = search_eager_set(oracle, culprit, s.options.workaround.max_compiles,
-                                            [&](const std::string& label) { *s.step = label; });
-    w.conclusion = found.conclusion;
-    w.minimal = found.minimal;
-    if (found.conclusion != Workaround::Conclusion::Found) {
-      w.compiles = oracle.compiles();
-      w.summary = found.conclusion == Workaround::Conclusion::EagerFails
-                      ? "even with every node eager the graph fails the rule: the divergence is not the compiler's"
-                      : fmt::format("no passing eager set within {} compiles (--workaround-max-compiles)", s.options.workaround.max_compiles);
-      return done();
-    }
     std::vector<NodeId> set;
-    for (size_t p : found.eager) set.push_back(candidates[p]);
+    if (from_nodes) {
+      culprit.clear();
+      for (const NodeFinding& f : nv.findings) {
+        add(f.node);
+        for (const std::string& other : f.also) add(other);
+      }
+      for (size_t p : culprit) set.push_back(candidates[p]);
+      std::sort(set.begin(), set.end());
+      w.conclusion = Workaround::Conclusion::Found;
+      w.minimal = false;
+    } else {
+      EagerSetSearch found = search_eager_set(oracle, culprit, s.options.workaround.max_compiles,
+                                              [&](const std::string& label) { *s.step = label; });
+      w.conclusion = found.conclusion;
+      w.minimal = found.minimal;
+      if (found.conclusion != Workaround::Conclusion::Found) {
+        w.compiles = oracle.compiles();
+        w.summary = found.conclusion == Workaround::Conclusion::EagerFails
+                        ? "even with every node eager the graph fails the rule: the divergence is not the compiler's"
+                        : fmt::format("no passing eager set within {} compiles (--workaround-max-compiles)", s.options.workaround.max_compiles);
+        return done();
+      }
+      for (size_t p : found.eager) set.push_back(candidates[p]);
+    }
     for (NodeId id : set) {
       const Node& n = g.node(id);
       EagerNode e{n.name, short_target(n.target), n.source.user_frame(), n.source.module_path(), ""};
@@ -244,22 +244,31 @@ void find_workaround(RunState& s) {
     *s.step = "workaround, verifying";
     auto [levers, leaves] = levers_for(g, set, true);
     WholeGraphOracle::Answer check = oracle.ask(leaves);
-    if (!check.passes && leaves != set) {
+    if (!verified(check) && leaves != set) {
       std::tie(levers, leaves) = levers_for(g, set, false);
       check = oracle.ask(leaves);
     }
     w.levers = std::move(levers);
     w.lines = python_lines(w.levers);
-    w.verified = check.passes;
+    w.verified = verified(check);
     w.verified_nodes = leaves.size();
-    w.worst_output = check.output;
-    w.verification = check.passes ? fmt::format("passes the rule with {} of {} nodes eager", leaves.size(), g.nodes().size())
-                                  : fmt::format("fails at {}: {}", check.output.empty() ? "the compile" : check.output, check.detail);
+    w.worst_output = check.passes ? check.worst_output : check.output;
+    if (from_nodes)
+      w.verification = check.passes ? fmt::format("passes the rule with {} of {} nodes eager, the outputs' error at {:.3g}x eager's "
+                                                  "(at {}; {} needed)", leaves.size(), g.nodes().size(), check.worst_ratio,
+                                                  check.worst_output, fmt::format("<= {:g}", kNodeConfirmBound))
+                                    : fmt::format("fails at {}: {}", check.output.empty() ? "the compile" : check.output, check.detail);
+    else
+      w.verification = check.passes ? fmt::format("passes the rule with {} of {} nodes eager", leaves.size(), g.nodes().size())
+                                    : fmt::format("fails at {}: {}", check.output.empty() ? "the compile" : check.output, check.detail);
     w.compiles = oracle.compiles();
+    const std::string outcome = !w.verified ? "NOT verified: " + w.verification
+                                : from_nodes ? fmt::format("verified, the outputs' error then goes back to {:.3g}x eager's", check.worst_ratio)
+                                             : std::string("verified, the compiled graph then passes the rule");
     w.summary = fmt::format("leave {} of {} node{} eager ({}){}: {} ({} compile{}{})", set.size(), g.nodes().size(),
-                            g.nodes().size() == 1 ? "" : "s", names(w.nodes), w.minimal ? "" : ", not shown minimal",
-                            check.passes ? "verified, the compiled graph then passes the rule" : "NOT verified: " + w.verification,
-                            w.compiles, w.compiles == 1 ? "" : "s", w.minimal ? "" : ", the budget ran out");
+                            g.nodes().size() == 1 ? "" : "s", names(w.nodes),
+                            from_nodes ? ", the nodes the node verdict names" : w.minimal ? "" : ", not shown minimal", outcome,
+                            w.compiles, w.compiles == 1 ? "" : "s", w.minimal || from_nodes ? "" : ", the budget ran out");
   } catch (const CannotLeaveEager& refused) {
     w.conclusion = Workaround::Conclusion::Unavailable;
     w.compiles = oracle.compiles();

@@ -201,6 +201,11 @@ DiffOptions diff_options(const Program& program, const std::vector<std::string>&
   rule.small_tensor_multipliers = get<bool>(o, "small_tensor_multipliers");
   rule.suspicious_ratio = get<double>(o, "suspicious_ratio");
   if (!(rule.suspicious_ratio >= 0)) usage(fmt::format("suspicious_ratio={}: expected a number >= 0 (0: never)", rule.suspicious_ratio));
+  rule.node_ratio = get<double>(o, "node_ratio");
+  if (!(rule.node_ratio >= 0)) usage(fmt::format("node_ratio={}: expected a number >= 0 (0: the node verdict is off)", rule.node_ratio));
+  rule.node_fail_ratio = get<double>(o, "node_fail_ratio");
+  if (!(rule.node_fail_ratio >= 0))
+    usage(fmt::format("node_fail_ratio={}: expected a number >= 0 (0: never fails on node evidence alone)", rule.node_fail_ratio));
   d.rule = rule;
   d.fail_on_suspicious = o.contains("fail_on_suspicious") && get<bool>(o, "fail_on_suspicious");  // diff() only
   d.localize_suspicious = get<bool>(o, "localize_suspicious");
@@ -296,6 +301,8 @@ py::object make_error_class(py::module_& m, const char* name, py::handle base, c
 PYBIND11_MODULE(_pt2diff, m) {
   // pt2diff/verdict.h's default, so Python's default is the engine's, changed in one place.
   m.attr("DEFAULT_SUSPICIOUS_RATIO") = pt2diff::kDefaultSuspiciousRatio;
+  m.attr("DEFAULT_NODE_RATIO") = pt2diff::kDefaultNodeRatio;
+  m.attr("DEFAULT_NODE_FAIL_RATIO") = pt2diff::kDefaultNodeFailRatio;
   using namespace pt2diff;
   using namespace pt2diff::python;
   m.doc() = "pt2diff's engine (the native half of the pt2diff package: use `import pt2diff`)";

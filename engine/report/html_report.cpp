@@ -160,9 +160,17 @@ std::string device_of(const DiffResult& r, const HtmlOptions& o) {
   return "";
 }
 
+/// The page's one-word verdict: the outputs' verdict, raised by the node verdict (judge_nodes).
+const char* verdict_word(const DiffResult& r, bool graph_failed) {
+  const Level nodes = r.node_verdict.level;
+  return graph_failed ? "COMPILER FAILED" : r.diverged || nodes == Level::Fail ? "DIVERGED" : r.suspicious || nodes == Level::Suspicious ? "SUSPICIOUS" : "AGREE";
+}
+
 std::string header(const DiffResult& r, const HtmlOptions& o, bool graph_failed, bool has_localization) {
-  const char* verdict = graph_failed ? "COMPILER FAILED" : r.diverged ? "DIVERGED" : r.suspicious ? "SUSPICIOUS" : "AGREE";
-  const char* vclass = graph_failed ? "v-failed" : r.diverged ? "v-diverged" : r.suspicious ? "v-suspicious" : "v-agree";
+  const char* verdict = verdict_word(r, graph_failed);
+  const Level nodes = r.node_verdict.level;
+  const char* vclass = graph_failed ? "v-failed" : r.diverged || nodes == Level::Fail ? "v-diverged"
+                       : r.suspicious || nodes == Level::Suspicious ? "v-suspicious" : "v-agree";
   std::string h = "<header class=\"top\"><div class=\"wrap\">\n<div class=\"brand\">pt2diff report</div>\n";
   h += fmt::format("<h1><span class=\"verdict {}\">{}</span><code>{}</code></h1>\n", vclass, verdict, esc(r.graph));
   auto fact = [&](const std::string& k, const std::string& v) { h += fmt::format("<div><dt>{}</dt><dd>{}</dd></div>", k, v); };
@@ -185,8 +193,13 @@ std::string header(const DiffResult& r, const HtmlOptions& o, bool graph_failed,
   const size_t failing = std::count_if(r.outputs.begin(), r.outputs.end(), [](const OutputVerdict& v) { return !v.verdict.pass; });
   const size_t suspicious =
       std::count_if(r.outputs.begin(), r.outputs.end(), [](const OutputVerdict& v) { return v.verdict.level == Level::Suspicious; });
-  fact("outcome", fmt::format("{} of {} outputs fail{} &middot; {} nodes &middot; {:.2f} s", failing, r.outputs.size(),
-                              suspicious ? fmt::format(", {} suspicious", suspicious) : "", r.nodes.size(), r.seconds));
+  const size_t standing_out = r.node_verdict.findings.size();
+  fact("outcome", fmt::format("{} of {} outputs fail{}{} &middot; {} nodes &middot; {:.2f} s", failing, r.outputs.size(),
+                              suspicious ? fmt::format(", {} suspicious", suspicious) : "",
+                              standing_out ? fmt::format(" &middot; node verdict <strong>{}</strong> ({} finding{})", level_name(r.node_verdict.level),
+                                                         standing_out, standing_out == 1 ? "" : "s")
+                                           : "",
+                              r.nodes.size(), r.seconds));
   h += "</dl>\n<nav><a href=\"#outputs\">Outputs</a>";
   if (has_localization) h += "<a href=\"#culprit\">Culprit</a><a href=\"#reproduce\">Reproduce</a><a href=\"#hints\">Hints</a>";
   h += "<a href=\"#profile\">Error profile</a>";
@@ -195,6 +208,35 @@ std::string header(const DiffResult& r, const HtmlOptions& o, bool graph_failed,
   else h += "<a href=\"#reproduce\">Reproduce</a>";
   h += "<a href=\"#nodes\">Nodes</a></nav>\n</div></header>\n";
   return h;
+}
+
+/// The node verdict (judge_nodes): every finding with its two local errors and their ratio, the
+/// confirmation, or one line when no node stands out.
+std::string node_verdict_section(const DiffResult& r) {
+  const NodeVerdict& nv = r.node_verdict;
+  if (!nv.available) return "";
+  std::string s = "<section id=\"node-verdict\"><h2>Node verdict</h2>\n";
+  s += fmt::format("<p class=\"muted\">Each op alone through the compiler (the exploded compile), fed fp64 values rounded to its dtypes, "
+                   "against eager on the same inputs: compiled local RMSE to fp64 over eager's, floored at the dtype's rounding "
+                   "(<code>--node-ratio {:g}</code>{}). {} values judged; worst <code>{}</code> at {:.3g}&times;.</p>\n",
+                   r.rule.node_ratio, r.rule.node_fail_ratio > 0 ? fmt::format(", <code>--node-fail-ratio {:g}</code>", r.rule.node_fail_ratio) : "",
+                   nv.judged, esc(nv.worst_node), nv.worst_ratio);
+  if (nv.findings.empty()) return s + "<p>No node stands out.</p></section>\n";
+  s += "<div class=\"table-scroll\"><table><thead><tr><th></th><th>node</th><th>op</th><th>source</th><th class=\"n\">compiled local RMSE</th>"
+       "<th class=\"n\">eager local RMSE</th><th class=\"n\">ratio</th><th class=\"n\">roundoffs</th><th>same op and shape</th></tr></thead><tbody>\n";
+  for (const NodeFinding& f : nv.findings) {
+    std::vector<std::string> also;
+    for (size_t i = 0; i < f.also.size(); ++i) also.push_back(fmt::format("<code>{}</code> {:.3g}&times;", esc(f.also[i]), f.also_ratios[i]));
+    s += fmt::format("<tr><td>{}</td><td class=\"mono\">{}</td><td class=\"mono\">{}</td><td class=\"brk\">{}{}</td>", level_badge(f.level),
+                     esc(f.node), esc(f.op), esc(f.source), f.module_path.empty() ? "" : " <span class=\"muted\">[" + esc(f.module_path) + "]</span>");
+    s += num_cell(f.compiled_local.rmse, num(f.compiled_local.rmse)) + num_cell(f.eager_local.rmse, num(f.eager_local.rmse)) +
+         num_cell(f.ratio, fmt::format("{:.3g}&times;", f.ratio)) + num_cell(f.roundoffs, num(f.roundoffs));
+    s += fmt::format("<td class=\"brk\">{}</td></tr>\n", fmt::join(also, ", "));
+  }
+  s += "</tbody></table></div>\n";
+  if (nv.confirmation)
+    s += fmt::format("<p><strong>confirmation</strong> (<code>{}</code>): {}</p>\n", esc(nv.confirmation->conclusion), esc(nv.confirmation->summary));
+  return s + "</section>\n";
 }
 
 std::string outputs_section(const DiffResult& r) {
@@ -984,13 +1026,14 @@ std::string to_html(const DiffResult& r, const HtmlOptions& o) {
     culprit.insert(r.localization->culprit.nodes.begin(), r.localization->culprit.nodes.end());
     suspects.insert(r.localization->exploded_suspects.begin(), r.localization->exploded_suspects.end());
   }
-  const char* verdict = graph_failed ? "COMPILER FAILED" : r.diverged ? "DIVERGED" : r.suspicious ? "SUSPICIOUS" : "AGREE";
+  const char* verdict = verdict_word(r, graph_failed);
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   h += fmt::format("<title>pt2diff: {} &middot; {}</title>\n<style>{}</style>\n</head>\n<body>\n", verdict, esc(r.graph), kCss);
   h += header(r, o, graph_failed, r.localization.has_value());
   h += "<main class=\"wrap\">\n";
   h += outputs_section(r);
+  h += node_verdict_section(r);
   const std::string reproduce = reproduce_block(r, o);
   if (r.localization) {
     h += culprit_section(*r.localization, reproduce);

@@ -141,12 +141,36 @@ json workaround_json(const DiffResult& r) {
 json localization_json(const DiffResult& r) {
   if (!r.localization) return nullptr;
   const Localization& l = *r.localization;
-  json localization = {{"failing_outputs", l.failing_outputs}, {"cone_size", l.cone_size}, {"budget", l.budget},
+  json localization = {{"found_by", l.found_by}, {"failing_outputs", l.failing_outputs}, {"cone_size", l.cone_size}, {"budget", l.budget},
                        {"compiles", l.compiles}, {"seconds", l.seconds}, {"exploded_suspects", l.exploded_suspects},
                        {"exploded_agrees", l.exploded_agrees}, {"culprit", culprit_json(l.culprit)}, {"probes", probes_json(l)}};
   localization["hints"] = hints_json(l.hints);
   localization["repro"] = repro_json(l);
   return localization;
+}
+
+/// The node verdict (results.h: NodeVerdict): every finding with the two local errors and their ratio.
+json node_verdict_json(const DiffResult& r) {
+  const NodeVerdict& nv = r.node_verdict;
+  json findings = json::array();
+  for (const NodeFinding& f : nv.findings) {
+    json also = json::array();
+    for (size_t i = 0; i < f.also.size(); ++i) also.push_back({{"node", f.also[i]}, {"ratio", number(f.also_ratios[i])}});
+    findings.push_back({{"node", f.node}, {"op", f.op}, {"source", f.source}, {"module_path", f.module_path}, {"value", f.value},
+                        {"dtype", f.dtype}, {"shape", f.shape}, {"level", level_name(f.level)}, {"ratio", number(f.ratio)},
+                        {"roundoffs", number(f.roundoffs)}, {"eager_local", metrics(f.eager_local)},
+                        {"compiled_local", metrics(f.compiled_local)}, {"also", std::move(also)}, {"kernels", f.kernels}});
+  }
+  json confirmation = nullptr;
+  if (nv.confirmation) {
+    const NodeConfirmation& c = *nv.confirmation;
+    confirmation = {{"conclusion", c.conclusion}, {"eager", c.eager}, {"output", c.output}, {"before", number(c.before)},
+                    {"after", number(c.after)}, {"bound", kNodeConfirmBound}, {"compiles", c.compiles}, {"seconds", c.seconds},
+                    {"summary", c.summary}};
+  }
+  return {{"available", nv.available}, {"unavailable", nv.unavailable}, {"level", level_name(nv.level)}, {"judged", nv.judged},
+          {"worst_ratio", number(nv.worst_ratio)}, {"worst_node", nv.worst_node}, {"node_ratio", r.rule.node_ratio},
+          {"node_fail_ratio", r.rule.node_fail_ratio}, {"findings", std::move(findings)}, {"confirmation", std::move(confirmation)}};
 }
 
 /// The kernel table (kernels.h): every kernel call of the whole graph's compiled code and its buffers.
@@ -200,7 +224,7 @@ json kernels_json(const KernelTable& t) {
 json tolerance_json(const ToleranceRule& rule) {
   return {{"rule", rule_name(rule)}, {"tol", rule.tol}, {"fp32_multiplier", rule.fp32_multiplier},
           {"low_precision_multiplier", rule.low_precision_multiplier}, {"small_tensor_multipliers", rule.small_tensor_multipliers},
-          {"suspicious_ratio", rule.suspicious_ratio}};
+          {"suspicious_ratio", rule.suspicious_ratio}, {"node_ratio", rule.node_ratio}, {"node_fail_ratio", rule.node_fail_ratio}};
 }
 }  // namespace
 
@@ -222,6 +246,8 @@ std::string to_json(const DiffResult& r) {
             {"level", level_name(result_level(r))},
             {"suspicious", r.suspicious},
             {"fail_on_suspicious", r.fail_on_suspicious},
+            {"fails", counts_as_failing(r)},
+            {"node_verdict", node_verdict_json(r)},
             {"compiled_failed", r.compiled_failed},
             {"compiles", compiles_json(r)},
             {"kernels", kernels_json(r.kernels)},

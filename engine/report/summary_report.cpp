@@ -29,6 +29,16 @@ std::string to_summary(const DiffResult& r) {
     ++failing;
     out += fmt::format("output {} diverges ({}): {}\n", o.name, v.reason, v.detail);
   }
+  const NodeVerdict& nv = r.node_verdict;
+  for (const NodeFinding& f : nv.findings) {
+    notes += fmt::format("node {} ({}) stands out ({}): fed fp64-exact inputs, its compiled result is {:.3g}x farther from fp64 than "
+                         "eager's (RMSE {:.3g} vs {:.3g}; --node-ratio {:g}) at {}{}{}\n",
+                         f.node, f.op, level_name(f.level), f.ratio, f.compiled_local.rmse, f.eager_local.rmse, r.rule.node_ratio,
+                         f.source.empty() ? "no source line" : f.source, f.module_path.empty() ? "" : " [" + f.module_path + "]",
+                         f.also.empty() ? "" : fmt::format("; the same op and shape stand out at {}", fmt::join(f.also, ", ")));
+    if (f.level == Level::Fail || r.fail_on_suspicious) ++failing;
+  }
+  if (nv.confirmation) notes += fmt::format("confirmation ({}): {}\n", nv.confirmation->conclusion, nv.confirmation->summary);
   out += notes;
   if (!failing && !r.compiled_failed) {
     return fmt::format("agrees: {} output{} of {} pass rule {} (tol {:g}) with {}\n", r.outputs.size(), r.outputs.size() == 1 ? "" : "s",
@@ -61,18 +71,23 @@ std::string to_summary(const DiffResult& r) {
 }
 
 Level result_level(const DiffResult& r) {
-  if (r.diverged || r.compiled_failed) return Level::Fail;
-  return r.suspicious ? Level::Suspicious : Level::Pass;
+  if (r.diverged || r.compiled_failed || r.node_verdict.level == Level::Fail) return Level::Fail;
+  return r.suspicious || r.node_verdict.level == Level::Suspicious ? Level::Suspicious : Level::Pass;
 }
 
 bool counts_as_failing(const DiffResult& r) {
-  return r.diverged || r.compiled_failed || (r.fail_on_suspicious && r.suspicious);
+  const Level level = result_level(r);
+  return level == Level::Fail || (r.fail_on_suspicious && level == Level::Suspicious);
 }
 
 std::string to_failure_message(const DiffResult& r) {
   if (!r.diverged && !r.compiled_failed && r.suspicious)
     return "pt2diff: the compiled graph is suspicious: farther from fp64 than eager by the suspicious ratio or more "
            "(--fail-on-suspicious)\n" + to_summary(r);
+  if (!r.diverged && !r.compiled_failed && !r.node_verdict.findings.empty())
+    return fmt::format("pt2diff: the compiled graph is {} at a node: fed fp64-exact inputs, a node's compiled result is far farther "
+                       "from fp64 than eager's (the node verdict; the outputs pass the rule)\n",
+                       level_name(r.node_verdict.level)) + to_summary(r);
   return "pt2diff: the compiled graph does not agree with the reference\n" + to_summary(r);
 }
 

@@ -53,6 +53,17 @@ std::string sweep_to_text(const SweepResult& s) {
   }
   out += fmt::format("(SUSP: suspicious, the rule passes but compiled is {:g}x or more farther from fp64 than eager)\n",
                      r.rule.suspicious_ratio);
+  // The node verdict does not depend on the tolerance: one line for the whole sweep.
+  const NodeVerdict& nv = r.node_verdict;
+  if (nv.available && !nv.findings.empty()) {
+    const NodeFinding& f = nv.findings.front();
+    out += fmt::format("node verdict ({} at every point, whatever the tolerance): {} ({}) at {} eager's local error on fp64-exact inputs{}{}\n",
+                       level_name(nv.level), f.node, f.op, fmt::format("{:.3g}x", f.ratio), f.also.empty() ? "" : fmt::format("; also {}", fmt::join(f.also, ", ")),
+                       nv.findings.size() > 1 ? fmt::format("; {} more findings in --json", nv.findings.size() - 1) : "");
+  } else if (nv.available) {
+    out += fmt::format("node verdict: pass at every point (worst node {} at {:.3g}x eager's local error; --node-ratio {:g})\n", nv.worst_node,
+                       nv.worst_ratio, r.rule.node_ratio);
+  }
   out += "\noutputs (o#) and the smallest tolerance at which each passes";
   out += s.multipliers.size() > 1 ? fmt::format(" (multiplier {}):\n", fmt::join(s.multipliers, " / ")) : ":\n";
   for (size_t i = 0; i < r.outputs.size(); ++i) {
@@ -63,6 +74,16 @@ std::string sweep_to_text(const SweepResult& s) {
   out += fmt::format("\none set of runs {:.2f} s, judging {} points {:.3f} s{}\n", s.run_seconds, s.points.size(), s.judge_seconds,
                      s.localize_seconds > 0 ? fmt::format(", localization {:.2f} s", s.localize_seconds) : "");
   return out;
+}
+
+/// The node verdict of the sweep's one set of runs (the same at every point): its level and findings.
+static nlohmann::json node_verdict_summary(const NodeVerdict& nv) {
+  nlohmann::json findings = nlohmann::json::array();
+  for (const NodeFinding& f : nv.findings)
+    findings.push_back({{"node", f.node}, {"op", f.op}, {"source", f.source}, {"module_path", f.module_path}, {"level", level_name(f.level)},
+                        {"ratio", std::isinf(f.ratio) ? nlohmann::json("Infinity") : nlohmann::json(f.ratio)}, {"also", f.also}});
+  return {{"available", nv.available}, {"level", level_name(nv.level)}, {"worst_ratio", std::isinf(nv.worst_ratio) ? nlohmann::json("Infinity") : nlohmann::json(nv.worst_ratio)},
+          {"worst_node", nv.worst_node}, {"findings", std::move(findings)}};
 }
 
 std::string sweep_to_csv(const SweepResult& s) {
@@ -108,6 +129,7 @@ std::string sweep_to_json(const SweepResult& s) {
   for (double m : s.multipliers) multipliers.push_back(m > 0 ? json(m) : json(nullptr));
   json j = {{"graph", s.run.graph},       {"inputs", s.run.inputs},     {"compiled", s.run.compiled},
             {"rule", rule_name(s.run.rule)}, {"suspicious_ratio", s.run.rule.suspicious_ratio}, {"multipliers", multipliers}, {"outputs", outputs},
+            {"node_verdict", node_verdict_summary(s.run.node_verdict)},
             {"points", points},           {"compiles", s.compiles},     {"run_seconds", s.run_seconds},
             {"judge_seconds", s.judge_seconds}, {"localize_seconds", s.localize_seconds}};
   return j.dump(1) + "\n";

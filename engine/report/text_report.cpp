@@ -77,6 +77,43 @@ void outputs_block(std::string& out, const DiffResult& r) {
   line(out, "");
 }
 
+/// The node verdict: every node's compiled local error against eager's (judge_nodes), its findings and
+/// their confirmation; one line when nothing stands out.
+void node_verdict_block(std::string& out, const DiffResult& r) {
+  const NodeVerdict& nv = r.node_verdict;
+  if (!nv.available) return;
+  if (r.rule.node_ratio <= 0) {
+    line(out, fmt::format("node verdict: off (--node-ratio 0); worst node {} at {} eager's local error", nv.worst_node, ratio(nv.worst_ratio)));
+    line(out, "");
+    return;
+  }
+  const std::string thresholds = fmt::format("--node-ratio {:g}{}", r.rule.node_ratio,
+                                             r.rule.node_fail_ratio > 0 ? fmt::format(", --node-fail-ratio {:g}", r.rule.node_fail_ratio) : "");
+  if (nv.findings.empty()) {
+    line(out, fmt::format("node verdict: pass ({} values judged, compiled local error against eager's on the same fp64-exact inputs; "
+                          "worst {} at {}; {})", nv.judged, nv.worst_node, ratio(nv.worst_ratio), thresholds));
+    line(out, "");
+    return;
+  }
+  line(out, fmt::format("node verdict: {} ({} values judged; each op alone through the compiler, fed fp64 values rounded to its dtypes, "
+                        "against eager on the same inputs; {}):", level_name(nv.level), nv.judged, thresholds));
+  for (const NodeFinding& f : nv.findings) {
+    line(out, fmt::format("  {:<10} {:<14} {:<28} compiled local {} ({} roundoffs of {})  eager local {}  ratio {}", level_label(f.level),
+                          f.node, f.op, num(f.compiled_local.rmse), num(f.roundoffs), f.dtype, num(f.eager_local.rmse), ratio(f.ratio)));
+    line(out, fmt::format("             {}{}", f.source.empty() ? "no source line" : f.source, f.module_path.empty() ? "" : "  [" + f.module_path + "]"));
+    if (!f.kernels.empty()) line(out, fmt::format("             compiled in: {}", fmt::join(f.kernels, ", ")));
+    if (!f.also.empty()) {
+      std::vector<std::string> others;
+      for (size_t i = 0; i < f.also.size(); ++i) others.push_back(fmt::format("{} ({})", f.also[i], ratio(f.also_ratios[i])));
+      line(out, fmt::format("             the same op and shape ({} {}) stand out at: {}", f.dtype, f.shape, fmt::join(others, ", ")));
+    }
+  }
+  if (nv.confirmation)
+    line(out, fmt::format("  confirmation ({}, {} compile, {:.2f} s): {}", nv.confirmation->conclusion, nv.confirmation->compiles,
+                          nv.confirmation->seconds, nv.confirmation->summary));
+  line(out, "");
+}
+
 /// The culprit: its summary, its nodes, its numbers when named, and what the exploded compile flagged.
 void culprit_lines(std::string& out, const Localization& l) {
   const Culprit& c = l.culprit;
@@ -87,7 +124,7 @@ void culprit_lines(std::string& out, const Localization& l) {
   if (named(c))
     line(out, fmt::format("    {}: compiled RMSE to fp64 {}, eager {} (ratio {}); {}, {}", c.value, num(c.compiled_to_fp64.rmse),
                           num(c.eager_to_fp64.rmse), ratio(c.verdict.error_ratio), level_name(c.verdict.level), c.verdict.reason));
-  if (!l.exploded_suspects.empty())
+  if (!l.exploded_suspects.empty() && l.found_by == "bisection")
     line(out, fmt::format("  exploded compile flagged: {} ({})", fmt::join(l.exploded_suspects, ", "),
                           l.exploded_agrees ? "agrees with the bisection" : "the bisection found otherwise"));
 }
@@ -117,6 +154,16 @@ void repro_and_probe_lines(std::string& out, const Localization& l) {
 }
 
 void localization_block(std::string& out, const Localization& l) {
+  if (l.found_by == "node_evidence") {
+    line(out, fmt::format("localization (from the node verdict: the outputs pass; no search compile, {} to confirm; {:.2f} s):", l.compiles,
+                          l.seconds));
+    culprit_lines(out, l);
+    hint_lines(out, l);
+    if (l.repro && l.repro->ok) line(out, fmt::format("  repro: {}", l.repro->command));
+    else if (l.repro) line(out, fmt::format("  repro not written: {}", l.repro->message));
+    line(out, "");
+    return;
+  }
   line(out, fmt::format("localization ({} of the failing outputs' cone of {} nodes; {} compiles, budget {}; {:.2f} s):",
                         fmt::join(l.failing_outputs, ", "), l.cone_size, l.compiles, l.budget, l.seconds));
   culprit_lines(out, l);
@@ -220,6 +267,12 @@ static void kernels_block(std::string& out, const DiffResult& r) {
                           t.first_failing_node, source_of(t.first_failing_node)));
   } else if (t.judged) {
     line(out, "  every judged buffer passes the rule");
+    // Not a contradiction of the node verdict: buffers are judged against eager's propagated values, the
+    // node verdict judges each op alone on fp64-exact inputs. Say where its nodes were compiled.
+    for (const NodeFinding& f : r.node_verdict.findings)
+      if (!f.kernels.empty())
+        line(out, fmt::format("  but the node verdict's {} ({}x eager's local error) is computed in {}: its error is absorbed downstream",
+                              f.node, fmt::format("{:.3g}", f.ratio), fmt::join(f.kernels, ", ")));
   }
   if (t.inside) {
     line(out, fmt::format("  inside it ({} of at most {} compiles): {}", t.inside->compiles, t.inside->bound, t.inside->summary));
@@ -256,6 +309,7 @@ std::string to_text(const DiffResult& r) {
   line(out, "");
   compiles_block(out, r);
   outputs_block(out, r);
+  node_verdict_block(out, r);
   kernels_block(out, r);
   if (r.localization) localization_block(out, *r.localization);
   if (r.workaround) workaround_block(out, *r.workaround);
@@ -263,7 +317,13 @@ std::string to_text(const DiffResult& r) {
   per_node_block(out, r);
   notes_block(out, r);
   const bool failed = graph_failed(r);
-  const char* verdict = failed ? "COMPILER FAILED" : r.diverged ? "DIVERGED" : r.suspicious ? "SUSPICIOUS" : "AGREE";
+  const Level node_level = r.node_verdict.level;
+  const char* verdict = failed                         ? "COMPILER FAILED"
+                        : r.diverged                   ? "DIVERGED"
+                        : node_level == Level::Fail    ? "DIVERGED AT A NODE (the outputs pass)"
+                        : r.suspicious                 ? "SUSPICIOUS"
+                        : node_level != Level::Pass    ? "SUSPICIOUS (a node stands out; the outputs pass)"
+                                                       : "AGREE";
   line(out, fmt::format("{}{} ({} nodes, {:.2f} s)", verdict, r.compiled_failed && !failed ? " (a compile failed: see compiles)" : "",
                         r.nodes.size(), r.seconds));
   return out;

@@ -97,6 +97,10 @@ struct Repro {
 };
 
 struct Localization {
+  /// How the culprit was found: "bisection" (the search above, from failing outputs) or "node_evidence"
+  /// (the outputs pass, the node verdict's first finding is the culprit with no search compile:
+  /// DiffResult::node_verdict, whose confirmation compile is the only one counted in `compiles`).
+  std::string found_by = "bisection";
   std::vector<std::string> failing_outputs;
   size_t cone_size = 0;            ///< m: nodes that can affect the failing outputs
   size_t budget = 0;               ///< 2 * ceil(log2 m) + 4 compiles

@@ -60,6 +60,63 @@ struct NodeError {
   bool compiled_local_fails = false;
 };
 
+/// A node whose compiled code, fed the same fp64-exact inputs as eager (the exploded compile), lands much
+/// farther from fp64 than eager does: evidence of a compiler bug whatever the outputs say (docs/verdicts.md,
+/// "Node evidence"). Nodes with the same op and input shapes that stand out too (one lowering used in every
+/// layer) are one finding, named by the first in graph order.
+struct NodeFinding {
+  std::string node, op, source, module_path;  ///< the first such node in graph order, as the user knows it
+  std::string value, dtype, shape;            ///< its value with the largest ratio
+  Metrics eager_local;                        ///< eager's local result against fp64
+  Metrics compiled_local;                     ///< the compiled local result against fp64
+  /// error_ratio(compiled_local, eager_local): compiled local RMSE / max(eager local RMSE, u x RMS(fp64)).
+  double ratio = 0;
+  /// Compiled local RMSE in units of the value's own rounding, u x RMS(fp64) (u: its dtype's unit roundoff).
+  double roundoffs = 0;
+  Level level = Level::Suspicious;  ///< Suspicious (ratio >= node_ratio) or Fail (ratio >= node_fail_ratio)
+  /// The other nodes with the same op and input shapes whose ratio also reaches node_ratio, in graph order,
+  /// and their ratios.
+  std::vector<std::string> also;
+  std::vector<double> also_ratios;
+  /// The kernel calls of the whole graph's compiled code that compute `node` (DiffResult::kernels), so the
+  /// kernel table and the node verdict name the same place; empty without a kernel map.
+  std::vector<std::string> kernels;
+};
+
+/// One compile of the whole graph with every finding's nodes left eager: does the outputs' error go back
+/// to eager's? The cheapest honest check that the nodes cause what the outputs show (NodeVerdict).
+struct NodeConfirmation {
+  /// "confirmed": with the nodes eager the outputs' worst error ratio (compiled RMSE to fp64 / eager's) is
+  /// back within kNodeConfirmBound of eager's, from above it; "invisible_at_outputs": it was already within
+  /// it (the outputs absorbed the error entirely: the node evidence stands alone); "not_confirmed": it
+  /// stays above it; "unavailable": the backend cannot leave nodes eager or compile regions;
+  /// "compiler_failed": that compile failed (`summary` says how).
+  std::string conclusion;
+  std::vector<std::string> eager;  ///< the nodes left eager (every finding's)
+  std::string output;              ///< the output with the worst ratio before
+  double before = 0;               ///< the worst output error ratio of the run's own compile
+  double after = 0;                ///< the same output's ratio with the nodes eager
+  size_t compiles = 0;
+  double seconds = 0;
+  std::string summary;             ///< one line
+};
+/// The bound a confirmation brings the outputs back within (compiled RMSE to fp64 / eager's): clean
+/// compiles measure 0.6 to 1.3 at the outputs (docs/verdicts.md).
+inline constexpr double kNodeConfirmBound = 1.5;
+
+/// The node verdict: the exploded compile's compiled local errors judged node by node against eager's
+/// (ToleranceRule::node_ratio, node_fail_ratio). It costs no compile: the exploded compile already ran.
+struct NodeVerdict {
+  bool available = false;     ///< the exploded compile ran and gave compiled local errors
+  std::string unavailable;    ///< why not, when !available ("--no-exploded", "the exploded compile failed", ...)
+  size_t judged = 0;          ///< floating values judged
+  Level level = Level::Pass;  ///< the worst finding's level; Pass without findings
+  double worst_ratio = 0;     ///< the largest ratio over every judged value (the margin of a clean run)
+  std::string worst_node;     ///< its node
+  std::vector<NodeFinding> findings;  ///< in graph order of their first node
+  std::optional<NodeConfirmation> confirmation;  ///< when localization ran on a finding
+};
+
 /// One compile the run asked for, and how it went.
 struct CompileRecord {
   std::string what;          ///< "graph" (the whole graph, fused) or "exploded" (every op on its own)
@@ -109,6 +166,8 @@ struct DiffResult {
   std::optional<Localization> localization;
   /// The smallest eager set and the lines that leave it eager, when DiffOptions::workaround asked for it.
   std::optional<Workaround> workaround;
+  /// Every node's compiled local error judged against eager's (the exploded compile's evidence).
+  NodeVerdict node_verdict;
   std::vector<std::string> fixups;    ///< fp64 fix-ups applied ("aten.to.dtype: dtype bfloat16 -> float64")
   /// The graph's torch.autocast regions: the native run ran these nodes' bodies under autocast (its op
   /// lists chose each op's dtype), the fp64 run ignored its casts (a fix-up says so).
@@ -128,10 +187,11 @@ struct DiffResult {
   std::shared_ptr<DiffValues> values;
 };
 
-/// The run's level: fail when an output fails (or the compiler failed), suspicious when one is, else pass.
+/// The run's level: fail when an output fails (or the compiler failed, or the node verdict fails),
+/// suspicious when an output or the node verdict is, else pass.
 Level result_level(const DiffResult& result);
-/// Whether the run counts as failing: an output fails, the compiler failed, or an output is suspicious
-/// and fail_on_suspicious. What the CLI's exit code 1 and testing.h's assertions mean.
+/// Whether the run counts as failing: its level is fail, or suspicious and fail_on_suspicious. What the
+/// CLI's exit code 1 and testing.h's assertions mean.
 bool counts_as_failing(const DiffResult& result);
 
 /// The readable report.

@@ -50,6 +50,15 @@ double error_ratio(const Metrics& result, const Metrics& eager);
 /// clean Inductor compiles of the fixtures stay within 1.3x of eager (docs/verdicts.md).
 inline constexpr double kDefaultSuspiciousRatio = 100;
 
+/// The defaults of the node verdict (ToleranceRule::node_ratio, node_fail_ratio; --node-ratio,
+/// --node-fail-ratio): the one place to change them. A node's compiled local error (the exploded compile:
+/// the op alone through the compiler, fed fp64 values rounded to its input dtypes) over eager's local error
+/// on the same inputs, floored at the dtype's rounding (error_ratio()). Clean Inductor compiles of every
+/// fixture and zoo archive, CPU and CUDA, fp32, bf16 and fp16, stay below 2 at every node; planted 2-5%
+/// single-op bugs give 5x and more (docs/verdicts.md, "Node evidence": the calibration table).
+inline constexpr double kDefaultNodeRatio = 4;
+inline constexpr double kDefaultNodeFailRatio = 0;
+
 /// The verdict rule. The default is compatible with torch._dynamo.utils.same() (the accuracy
 /// minifier's rule); the others judge the result against fp64 alone (--rule).
 struct ToleranceRule {
@@ -73,6 +82,13 @@ struct ToleranceRule {
   /// A result the rule passes is `suspicious` when error_ratio(result, eager) >= this (--suspicious-ratio);
   /// 0 turns the level off.
   double suspicious_ratio = kDefaultSuspiciousRatio;
+  /// Node evidence (docs/verdicts.md): a node whose compiled local error is at least this many times its
+  /// eager local error (error_ratio(), floored at its dtype's rounding) makes the run at least suspicious
+  /// whatever its outputs say (--node-ratio); 0 turns the node verdict off.
+  double node_ratio = kDefaultNodeRatio;
+  /// Such a node at least this many times eager's local error makes the run fail (--node-fail-ratio);
+  /// 0: node evidence alone never fails a run (it is suspicious: exit 1 with --fail-on-suspicious).
+  double node_fail_ratio = kDefaultNodeFailRatio;
 };
 
 /// The relative rule's threshold T on the relative RMSE of a `dtype` ("float32", "bfloat16", ...) result,

@@ -38,7 +38,12 @@ Options are keyword arguments named after the CLI's flags (``--no-exploded`` is 
     small_tensor_multipliers  --small-tensor-multipliers   8 for numel <= 500, 10 for numel <= 10 (False)
     suspicious_ratio          --suspicious-ratio  an output the rule passes is "suspicious" when its RMSE to fp64 is
                                                   this many times eager's or more (100; 0: never; docs/verdicts.md)
-    fail_on_suspicious        --fail-on-suspicious  diff: suspicious outputs make ``agrees`` False (False)
+    node_ratio                --node-ratio        node verdict: a node whose compiled local error (exploded compile) is this
+                                                  many times eager's local error or more makes the run at least
+                                                  "suspicious" whatever the outputs say (4; 0: off; docs/verdicts.md)
+    node_fail_ratio           --node-fail-ratio   such a node this many times eager's or more makes the run "fail"
+                                                  (0: never on node evidence alone)
+    fail_on_suspicious        --fail-on-suspicious  diff: a suspicious run (an output or a node) makes ``agrees`` False (False)
     localize_suspicious       --localize-suspicious  localize a suspicious output as a failing one (False)
     exploded                  --no-exploded       the exploded compile, every op alone (True)
     kernel_map                --no-kernel-map     observe and judge the compiled code's buffers (True)
@@ -87,7 +92,8 @@ _COMPILER_OPTIONS = {"compiled": "inductor", "device": None, "reference_device":
                      "inductor_config": (), "matmul_precision": None, "no_tf32": False, "timeout": 900.0,
                      "worker_python": None, "inductor_cache": None}
 _RULE_OPTIONS = {"rule": "same", "tol": 1e-3, "fp32_multiplier": 2.0, "low_precision_multiplier": 3.0,
-                 "small_tensor_multipliers": False, "suspicious_ratio": _pt2diff.DEFAULT_SUSPICIOUS_RATIO}
+                 "small_tensor_multipliers": False, "suspicious_ratio": _pt2diff.DEFAULT_SUSPICIOUS_RATIO,
+                 "node_ratio": _pt2diff.DEFAULT_NODE_RATIO, "node_fail_ratio": _pt2diff.DEFAULT_NODE_FAIL_RATIO}
 _SEARCH_OPTIONS = {"exploded": True, "kernel_map": True, "localize": True, "localize_suspicious": False, "bisect": "binary",
                    "max_compiles": 64, "repeats": 2, "top": 10, "repro": None, "workaround": False,
                    "workaround_max_compiles": 24}

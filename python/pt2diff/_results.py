@@ -138,10 +138,18 @@ class DiffResult(Record):
         return self["suspicious"]
 
     @property
+    def node_findings(self) -> list:
+        """The nodes that stand out (``node_verdict.findings``): compiled local error at least ``node_ratio`` times
+        eager's on the same fp64-exact inputs, whatever the outputs say; each with ``node``, ``op``, ``source``,
+        ``module_path``, ``ratio``, ``eager_local``, ``compiled_local`` and ``also`` (the same op and shape elsewhere)."""
+        return self.node_verdict.findings
+
+    @property
     def agrees(self) -> bool:
-        """No output diverges, the compiler did not fail, and (with ``fail_on_suspicious``) none is
-        suspicious: what assert_agrees asserts."""
-        return not self.diverged and not self.compiled_failed and not (self["fail_on_suspicious"] and self.suspicious)
+        """The run does not count as failing: no output diverges, the compiler did not fail, the node verdict
+        does not fail, and (with ``fail_on_suspicious``) neither an output nor the node verdict is suspicious:
+        what assert_agrees asserts (the CLI's exit code 0)."""
+        return not self["fails"]
 
     @property
     def suspicious_outputs(self) -> list:

@@ -38,6 +38,16 @@ def _outputs(report):
     return rows
 
 
+def _node_findings(report):
+    """The node verdict's findings (nodes whose compiled local error stands out against eager's), in short."""
+    nv = report.get("node_verdict")
+    if not isinstance(nv, dict):
+        return []
+    return [{"node": f.get("node"), "op": f.get("op"), "source": f.get("source"), "ratio": f.get("ratio"), "level": f.get("level"),
+             "also": [a.get("node") for a in f.get("also") or [] if isinstance(a, dict)]}
+            for f in nv.get("findings") or [] if isinstance(f, dict)]
+
+
 def _culprit(report):
     loc = report.get("localization")
     if not isinstance(loc, dict) or not isinstance(loc.get("culprit"), dict):
@@ -77,6 +87,8 @@ def make_row(case, *, inspect, returncode, timed_out, report, stderr, seconds, i
         "nodes": inspect.get("nodes") if inspect else None,
         "memory_estimate": (inspect.get("memory") or {}).get("bytes") if inspect else None,
         "verdict": None,
+        "level": None,
+        "node_findings": [],
         "outputs": [],
         "culprit": None,
         "culprit_op": None,
@@ -96,7 +108,8 @@ def make_row(case, *, inspect, returncode, timed_out, report, stderr, seconds, i
     if report:
         culprit, hints = _culprit(report)
         compiles = report.get("compiles", [])
-        row.update(verdict=report.get("verdict"), outputs=_outputs(report), culprit=culprit, culprit_op=culprit_op(culprit),
+        row.update(verdict=report.get("verdict"), level=report.get("level"), node_findings=_node_findings(report),
+                   outputs=_outputs(report), culprit=culprit, culprit_op=culprit_op(culprit),
                    hints=hints, compiles=len(compiles), report_seconds=report.get("seconds"),
                    compile_seconds=round(sum(c.get("compile_seconds", 0) for c in compiles), 3))
         if row["nodes"] is None and isinstance(report.get("nodes"), list):

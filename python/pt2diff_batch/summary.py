@@ -12,6 +12,7 @@ COLUMNS = ("case", "nodes", "verdict", "culprit_op", "source", "hints", "compile
 def build(rows, *, sources, options, executor, jobs, wall_seconds, unique, complete):
     """The summary document: `rows` one per place in the corpus (rows.occurrence), in corpus order."""
     verdicts = collections.Counter(r["verdict"] for r in rows if not r["failure"])
+    levels = collections.Counter(r.get("level") for r in rows if not r["failure"])
     failures = collections.Counter(r["failure"] for r in rows if r["failure"])
     culprits = collections.Counter(r["culprit_op"] for r in rows if r.get("culprit_op"))
     findings = collections.Counter(f"{h['kind']}:{h['finding']}" for r in rows for h in r.get("hints", []))
@@ -30,6 +31,8 @@ def build(rows, *, sources, options, executor, jobs, wall_seconds, unique, compl
             "agree": verdicts.get("agree", 0),
             "diverged": verdicts.get("diverged", 0),
             "compiler_failed": verdicts.get("compiler_failed", 0),
+            "suspicious": levels.get("suspicious", 0),
+            "level_fail": levels.get("fail", 0),
             "failed": sum(failures.values()),
             "failures": dict(sorted(failures.items())),
         },
@@ -54,7 +57,12 @@ def verdict_text(row):
         parts.append(f"+{len(shown) - 3} more")
     passing = len(row.get("outputs", [])) - len(failing)
     tail = f"; {passing} pass" if failing and passing else ""
-    return row["verdict"] + (": " + ", ".join(parts) + tail if parts else "")
+    nodes = row.get("node_findings") or []
+    if nodes:  # the node verdict: a node stands out although the outputs may pass
+        f = nodes[0]
+        more = len(f.get("also") or []) + len(nodes) - 1
+        tail += f"; node {f['node']} {f['level']} ({f['op']}, {float(f['ratio']):.3g}x eager's local error{f', +{more} more' if more else ''})"
+    return row["verdict"] + (": " + ", ".join(parts) + tail if parts else tail)
 
 
 def source_text(row):

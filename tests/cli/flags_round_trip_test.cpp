@@ -48,6 +48,8 @@ void expect_same(const DiffOptions& a, const DiffOptions& b) {
   EXPECT_EQ(a.rule.low_precision_multiplier, b.rule.low_precision_multiplier);
   EXPECT_EQ(a.rule.small_tensor_multipliers, b.rule.small_tensor_multipliers);
   EXPECT_EQ(a.rule.suspicious_ratio, b.rule.suspicious_ratio);
+  EXPECT_EQ(a.rule.node_ratio, b.rule.node_ratio);
+  EXPECT_EQ(a.rule.node_fail_ratio, b.rule.node_fail_ratio);
   EXPECT_EQ(a.fail_on_suspicious, b.fail_on_suspicious);
   EXPECT_EQ(a.localize_suspicious, b.localize_suspicious);
   EXPECT_EQ(a.exploded, b.exploded);
@@ -83,6 +85,8 @@ TEST(FlagsRoundTrip, EveryOptionIsWrittenBackAndParsesTheSame) {
       {"--compiled", "external:python3 my worker.py --flag", "--device", "cuda", "--rule", "cosine:0.95"},
       {"--rule", "relative", "--suspicious-ratio", "250", "--fail-on-suspicious", "--localize-suspicious"},
       {"--suspicious-ratio", "0"},
+      {"--node-ratio", "6", "--node-fail-ratio", "24"},
+      {"--node-ratio", "0"},
       {"--workaround", "--workaround-max-compiles", "7"},
   };
   for (const auto& args : cases) {

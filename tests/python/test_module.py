@@ -31,7 +31,7 @@ FAULT = "fault:linear:scale=0.05"
 # for objects in memory) or time the run: nothing else may differ.
 WHERE_FIELDS = [("graph",), ("inputs",)]
 TIMING_FIELDS = [("seconds",), ("compiles", "*", "compile_seconds"), ("compiles", "*", "run_seconds"),
-                 ("localization", "seconds"), ("localization", "probes", "*", "seconds")]
+                 ("localization", "seconds"), ("localization", "probes", "*", "seconds"), ("node_verdict", "confirmation", "seconds")]
 
 
 def fixture(name: str) -> str:
@@ -124,6 +124,28 @@ class JsonMatchesCli(unittest.TestCase):
                        exploded=False, top=3)
         self.assertEqual(r.verdict, "diverged")
         self.assertEqual(len(r.ranking), 3)
+
+    def test_node_verdict(self):
+        # The output level off: only the node verdict (the exploded compile's evidence at linear_1) raises the run.
+        sub_tolerance = "fault:linear#2:scale=2e-4"
+        r = self.check("mlp", sub_tolerance, "--suspicious-ratio", "0", suspicious_ratio=0)
+        self.assertEqual(r.level, "suspicious")
+        self.assertTrue(r.agrees and not r.suspicious and r.outputs[0].level == "pass")
+        self.assertEqual([f.node for f in r.node_findings], ["linear_1"])
+        self.assertGreaterEqual(r.node_findings[0].ratio, 1000)
+        self.assertEqual(r.culprit.nodes, ["linear_1"])
+        self.assertEqual(r.localization.found_by, "node_evidence")
+        with self.assertRaises(AssertionError) as caught:
+            assert_agrees(fixture("mlp.pt2"), mlp_inputs(), compiled=sub_tolerance, suspicious_ratio=0, fail_on_suspicious=True)
+        self.assertIn("at a node", str(caught.exception))
+        failing = pt2diff.diff(fixture("mlp.pt2"), mlp_inputs(), compiled=sub_tolerance, suspicious_ratio=0, node_fail_ratio=100,
+                               localize=False)
+        self.assertEqual(failing.level, "fail")
+        self.assertFalse(failing.agrees)
+        self.assertEqual(pt2diff.cli_flags(fixture("mlp.pt2"), compiled=sub_tolerance, node_ratio=6, node_fail_ratio=50),
+                         ["--compiled", sub_tolerance, "--node-ratio", "6", "--node-fail-ratio", "50"])
+        with self.assertRaises(pt2diff.UsageError):
+            pt2diff.diff(fixture("mlp.pt2"), mlp_inputs(), compiled=sub_tolerance, node_ratio=-1)
 
     def test_suspicious_level(self):
         # fc2 scaled by 1 + 2e-4: the rule passes, the output is far farther from fp64 than eager.

@@ -11,6 +11,12 @@ drops precision would. PT2DIFF_PLANT chooses which:
 (bfloat16 rounding, tests/engine/localize/lowp_matmul_worker.py's bug, stays under the same() rule's
 tolerance on these layer-normed models: an error of a few 1e-3 relative, which the rule accepts.)
 
+  scale        a small wrong factor: the results of one kind of op (PT2DIFF_PLANT_OPS: matmul or conv) of one
+               dtype (PT2DIFF_PLANT_DTYPE, default bfloat16) are multiplied by 1 + PT2DIFF_PLANT_ERROR (default
+               0.05), only where the op's first input has the shape PT2DIFF_PLANT_INPUT_SHAPE ("16,128") when
+               that is set: one lowering, wrong at one shape, used in every layer. The outputs absorb it
+               (residual streams, norms); the node verdict must not (docs/verdicts.md, "Node evidence").
+
 Everything else is the real worker. It keeps its own Inductor cache, FX graph cache off, so that no
 kernel compiled without the bug is reused.
 
@@ -21,7 +27,9 @@ import runpy
 import sys
 
 PLANT = os.environ.get("PT2DIFF_PLANT", "matmul")
-os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.expanduser(f"~/.cache/pt2diff/inductor-planted-{PLANT}")
+SCALE_KEY = "-".join(os.environ.get(k, "") for k in ("PT2DIFF_PLANT_OPS", "PT2DIFF_PLANT_DTYPE", "PT2DIFF_PLANT_ERROR",
+                                                     "PT2DIFF_PLANT_INPUT_SHAPE")).replace(",", "x") if PLANT == "scale" else ""
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.expanduser(f"~/.cache/pt2diff/inductor-planted-{PLANT}{SCALE_KEY}")
 os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
 import torch  # noqa: E402
 from torch._inductor import config  # noqa: E402
@@ -65,8 +73,38 @@ class LowerPrecision(CustomGraphPass):
         return f"pt2diff-test-planted-{PLANT}-2"
 
 
-targets, dtype, low = PLANTS[PLANT]
-config.post_grad_custom_post_pass = LowerPrecision(targets, dtype, low)
+class Scale(CustomGraphPass):
+    """The results of `targets` of `dtype` (where the first input has `shape`, if given) times `factor`."""
+
+    def __init__(self, targets, dtype, factor, shape):
+        self.targets, self.dtype, self.factor, self.shape = targets, dtype, factor, shape
+
+    def __call__(self, graph):
+        for node in list(graph.nodes):
+            val = node.meta.get("val")
+            if node.target not in self.targets or not isinstance(val, torch.Tensor) or val.dtype != self.dtype:
+                continue
+            first = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+            if self.shape is not None and (first is None or tuple(first.shape) != self.shape):
+                continue
+            with graph.inserting_after(node):
+                scaled = graph.call_function(aten.mul.Tensor, (node, self.factor))
+                scaled.meta["val"] = val
+            node.replace_all_uses_with(scaled, delete_user_cb=lambda user: user is not scaled)
+
+    def uuid(self):
+        return f"pt2diff-test-planted-scale-{SCALE_KEY}-1"
+
+
+if PLANT == "scale":
+    shape_text = os.environ.get("PT2DIFF_PLANT_INPUT_SHAPE", "").strip()
+    config.post_grad_custom_post_pass = Scale(
+        MATMULS if os.environ.get("PT2DIFF_PLANT_OPS", "matmul") == "matmul" else CONVS,
+        getattr(torch, os.environ.get("PT2DIFF_PLANT_DTYPE", "bfloat16")), 1.0 + float(os.environ.get("PT2DIFF_PLANT_ERROR", "0.05")),
+        tuple(int(s) for s in shape_text.split(",")) if shape_text else None)
+else:
+    targets, dtype, low = PLANTS[PLANT]
+    config.post_grad_custom_post_pass = LowerPrecision(targets, dtype, low)
 worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "engine", "backends", "inductor_worker.py")
 sys.argv = [worker] + sys.argv[1:]
 runpy.run_path(worker, run_name="__main__")

@@ -8,8 +8,10 @@ FORM: "training" (or "": training IR, MODEL.pt2) and/or "core" (MODEL_core.pt2);
             --save-outputs` gives eager outputs bit-identical to PyTorch eager (`ep.module()` under
             no_grad, run here now) and fp64 outputs within 1e-12 of each output's scale of the fp64
             reference (fixtures/reference.py: the same graph run by torch.fx in float64).
-  inductor  `pt2diff` with the real Inductor agrees (exit 0: no false alarm), and per output it prints
-            RMSE(eager, fp64), RMSE(compiled, fp64) and their ratio, from the JSON report. With
+  inductor  `pt2diff` with the real Inductor agrees (exit 0: no false alarm) at level pass: every output,
+            and every node of the node verdict (the exploded compile: each op alone on fp64-exact inputs,
+            no node at --node-ratio or more times eager's local error); per output it prints
+            RMSE(eager, fp64), RMSE(compiled, fp64) and their ratio, and the worst node's ratio. With
             PT2DIFF_ZOO_TORCH_COMPILE=1 the compiled outputs must also be bit-identical to
             torch.compile(ep.module()) under no_grad (off in CI: it doubles the check's time).
   planted   tests/zoo/planted_worker.py plays the compiled side: the real Inductor with a post-grad pass
@@ -17,6 +19,13 @@ FORM: "training" (or "": training IR, MODEL.pt2) and/or "core" (MODEL_core.pt2);
             must report the divergence (exit 1) and localize it to one op: the first node of that kind
             in the graph (the earliest place the bug can show). ctest runs one form per test
             (zoo_MODEL_planted: training, zoo_MODEL_planted_core: core).
+  absorbed  a small bug the outputs absorb (ABSORBED below: one op's result times 1 + e, by a post-grad
+            pass or in Inductor's lowering, at one shape): PyTorch's own torch._dynamo.utils.same() passes
+            the compiled outputs (with the fp64 reference, tol 1e-3, as the minifier calls it), and pt2diff's
+            node verdict must flag exactly the planted nodes (the first in graph order as the finding, the
+            others as the same op and shape), name the first as the culprit with no search compile, and
+            confirm it (the outputs' error back to eager's with those nodes eager); the level and exit code
+            follow the finding's ratio (fail at --node-fail-ratio, else suspicious: exit 0).
 Only torch is needed (the venv's): the archives are committed, the packages that made them are not.
 Prints one line per finding and, last, "zoo MODEL CHECK: ok" or "zoo MODEL CHECK: FAILED".
 """
@@ -60,6 +69,55 @@ PLANTS = {
     "lstm": {"": ("matmul", ["aten.linear.default"]), "core": ("matmul", MATMULS)},
     "conv_bf16": {"": ("conv_bf16", CONVS), "core": ("conv_bf16", CONVS)},
 }
+
+
+#: model -> form -> (worker, its environment, op kind, the planted op's first input shape (a matmul's input
+#: flattened to 2-D)). The absorbed bugs of the node verdict's tests (docs/verdicts.md, "Node evidence"): a bf16
+#: decoder and an fp16 conv net (residual streams, RMSNorm, batch norm) and an fp32 one, each under the outputs' radar.
+def _scale(ops, dtype, error, shape):
+    return ("tests/zoo/planted_worker.py", {"PT2DIFF_PLANT": "scale", "PT2DIFF_PLANT_OPS": ops, "PT2DIFF_PLANT_DTYPE": dtype,
+                                            "PT2DIFF_PLANT_ERROR": error, "PT2DIFF_PLANT_INPUT_SHAPE": ",".join(map(str, shape))}, ops, shape)
+
+
+def _lowering(op, kind, error, in_shape, out_shape):
+    return ("tests/engine/localize/lowering_bug_worker.py", {"PT2DIFF_PLANT_OP": op, "PT2DIFF_PLANT_ERROR": error,
+                                                             "PT2DIFF_PLANT_SHAPE": ",".join(map(str, out_shape))}, kind, in_shape)
+
+
+ABSORBED = {
+    # Every layer's down projection (the only matmul reducing over the 128 intermediate units) 5% off: a
+    # post-grad pass, as the issue's GPU report planted it.
+    "llama_bf16": {"": _scale("matmul", "bfloat16", "0.05", (16, 128)), "core": _scale("matmul", "bfloat16", "0.03", (16, 128))},
+    # The 3x3 convolutions over 4 channels at 8x8 (five of them, two output shapes) 2% off, in Inductor's lowering of
+    # aten.convolution (the graph it lowers is the real one) on the training form; a post-grad pass on the core form.
+    "resnet18_fp16": {"": _lowering("convolution", "conv", "0.02", (2, 4, 8, 8), (2, 4, 8, 8)),
+                      "core": _scale("conv", "float16", "0.02", (2, 4, 8, 8))},
+    # fp32: a sub-tolerance 3e-5 error at the 3x3 convolutions over 8 channels (4x4), which same()'s allclose step passes.
+    "resnet18": {"core": _scale("conv", "float32", "3e-5", (2, 8, 4, 4))},
+}
+MATMUL_TARGETS = {"aten.linear.default", "aten.mm.default", "aten.addmm.default", "aten.bmm.default", "aten.matmul.default"}
+CONV_TARGETS = {"aten.conv2d.default", "aten.convolution.default"}
+
+
+def planted_nodes(graph, kind, shape):
+    """The exported nodes a shape-keyed plant breaks, in graph order: matmuls whose first input, flattened to 2-D,
+    has `shape` (a core addmm's first input is its bias: its second is the matrix), convolutions whose input has it;
+    and for a lowering plant keyed on the output shape, the same nodes."""
+    ep = torch.export.load(graph)
+    out = []
+    for n in ep.graph.nodes:
+        if n.op != "call_function":
+            continue
+        target = str(n.target)
+        if kind == "matmul" and target in MATMUL_TARGETS:
+            a = n.args[1] if target == "aten.addmm.default" else n.args[0]
+            s = tuple(a.meta["val"].shape)
+            flat = (int(torch.Size(s[:-1]).numel()), s[-1]) if len(s) >= 2 else s
+            if flat == tuple(shape):
+                out.append(n.name)
+        elif kind == "conv" and target in CONV_TARGETS and tuple(n.args[0].meta["val"].shape) == tuple(shape):
+            out.append(n.name)
+    return out
 
 
 def archive(zoo, model, form):
@@ -117,8 +175,7 @@ def check_run(pt2diff, name, graph, inputs_file, tmp):
 
 def check_inductor(pt2diff, name, graph, inputs_file, tmp):
     saved, report = os.path.join(tmp, name + "_outputs.pt"), os.path.join(tmp, name + ".json")
-    run = subprocess.run([pt2diff, graph, inputs_file, "--no-exploded", "--save-outputs", saved, "--json", report],
-                         capture_output=True, text=True)
+    run = subprocess.run([pt2diff, graph, inputs_file, "--save-outputs", saved, "--json", report], capture_output=True, text=True)
     if run.returncode != 0:
         print(f"{name}: pt2diff with Inductor exited {run.returncode} (expected 0: agree): {run.stdout[-600:]} {run.stderr.strip()}")
         return 1
@@ -126,6 +183,11 @@ def check_inductor(pt2diff, name, graph, inputs_file, tmp):
     r = json.load(open(report))
     graph_compile = next(c for c in r["compiles"] if c["what"] == "graph")
     print(f"{name}: agree; Inductor compile {graph_compile.get('compile_seconds', float('nan')):.2f} s, whole run {r['seconds']:.2f} s")
+    nv = r["node_verdict"]
+    clean = r["level"] == "pass" and nv["available"] and nv["level"] == "pass" and not nv["findings"]
+    print(f"{name}: level {r['level']}; node verdict {nv['level']} over {nv['judged']} values, worst {nv['worst_node']} at "
+          f"{nv['worst_ratio']:.3g}x eager's local error (--node-ratio {nv['node_ratio']:g}): {'ok' if clean else 'WRONG: ' + str(nv)[:600]}")
+    failures += not clean
     for o in r["outputs"]:
         e, c = o["eager_to_fp64"]["rmse"], o["compiled_to_fp64"]["rmse"]
         ratio = c / e if e else float("inf") if c else 1.0
@@ -188,6 +250,62 @@ def check_planted(pt2diff, model, form, name, graph, inputs_file, tmp):
     return 0 if ok else 1
 
 
+def same_passes(saved):
+    """torch._dynamo.utils.same() on the compiled outputs against eager with the fp64 reference, as the accuracy
+    minifier calls it (tol 1e-3): what PyTorch itself says of these outputs."""
+    from torch._dynamo.utils import same
+    compiled, native, fp64 = torch.load(saved, weights_only=True)
+    return all(same(n, c, fp64_ref=f, tol=1e-3) for c, n, f in zip(compiled, native, fp64) if c is not None and c.is_floating_point())
+
+
+def check_absorbed(pt2diff, model, form, name, graph, inputs_file, tmp):
+    worker, env, kind, shape = ABSORBED[model][form]
+    expected = planted_nodes(graph, kind, shape)
+    report, saved = os.path.join(tmp, name + ".json"), os.path.join(tmp, name + "_outputs.pt")
+    run = subprocess.run([pt2diff, graph, inputs_file, "--compiled", f"external:{sys.executable} {os.path.join(HERE, '..', '..', worker)}",
+                          "--json", report, "--save-outputs", saved, "--workaround"],
+                         capture_output=True, text=True, env=dict(os.environ, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1", **env))
+    if run.returncode not in (0, 1) or not os.path.exists(report):
+        print(f"{name}: absorbed: pt2diff exited {run.returncode}: {run.stdout[-600:]} {run.stderr.strip()}")
+        return 1
+    r = json.load(open(report))
+    nv = r["node_verdict"]
+    failures = 0
+
+    def check(ok, what):
+        nonlocal failures
+        failures += not ok
+        print(f"{name}: {what}: {'ok' if ok else 'WRONG'}")
+
+    outputs = "; ".join(f"{o['name']} {o['level']} (ratio {o['error_ratio']:.3g})" for o in r["outputs"])
+    check(r["verdict"] == "agree" and same_passes(saved), f"the outputs pass: pt2diff's rule and torch._dynamo.utils.same() ({outputs})")
+    findings = nv["findings"]
+    flagged = [f["node"] for f in findings] + [a["node"] for f in findings for a in f["also"]]
+    ratios = ", ".join(f"{f['node']} {f['ratio']:.3g}x (also {', '.join(a['node'] + ' ' + format(a['ratio'], '.3g') + 'x' for a in f['also']) or 'none'})"
+                       for f in findings)
+    check(bool(expected) and findings and findings[0]["node"] == expected[0] and sorted(flagged) == sorted(expected),
+          f"node verdict {nv['level']}: flagged {ratios or 'nothing'}; planted {', '.join(expected)}")
+    fail_ratio = r["tolerance"]["node_fail_ratio"]
+    want_level = "fail" if fail_ratio > 0 and any(f["level"] == "fail" for f in findings) else "suspicious"
+    want_exit = 1 if want_level == "fail" else 0
+    check(r["level"] == want_level and run.returncode == want_exit and
+          all((f["ratio"] >= fail_ratio) == (f["level"] == "fail") for f in findings if fail_ratio > 0),
+          f"level {r['level']}, exit {run.returncode} (expected {want_level}, {want_exit}; --node-fail-ratio {fail_ratio:g})")
+    loc = r["localization"] or {}
+    culprit = loc.get("culprit") or {}
+    conf = nv.get("confirmation") or {}
+    check(loc.get("found_by") == "node_evidence" and culprit.get("nodes") == expected[:1] and loc.get("compiles") == 1 and
+          conf.get("conclusion") in ("confirmed", "invisible_at_outputs"),
+          f"culprit {culprit.get('nodes')} from the node evidence, {loc.get('compiles')} compile to confirm: {conf.get('conclusion')} "
+          f"({conf.get('output')} {conf.get('before', 0):.3g}x -> {conf.get('after', 0):.3g}x)")
+    w = r["workaround"] or {}
+    check(w.get("conclusion") == "found" and sorted(n["node"] for n in w.get("nodes", [])) == sorted(expected) and w.get("verified"),
+          f"--workaround: {w.get('summary')}")
+    print(f"{name}: absorbed bug: whole run {r['seconds']:.1f} s, {len(r['compiles'])} compiles + {conf.get('compiles', 0)} to confirm "
+          f"+ {w.get('compiles', 0)} for the workaround")
+    return failures
+
+
 def main():
     pt2diff, zoo, model, check = sys.argv[1:5]
     forms = sys.argv[5:] or ["", "core"]
@@ -203,8 +321,10 @@ def main():
                 failures += check_inductor(pt2diff, name, graph, inputs_file, tmp)
             elif check == "planted":
                 failures += check_planted(pt2diff, model, form, name, graph, inputs_file, tmp)
+            elif check == "absorbed":
+                failures += check_absorbed(pt2diff, model, form, name, graph, inputs_file, tmp)
             else:
-                print(f"zoo_model.py: unknown check '{check}' (run, inductor, planted)")
+                print(f"zoo_model.py: unknown check '{check}' (run, inductor, planted, absorbed)")
                 return 2
     print(f"zoo {model} {check}: {'FAILED' if failures else 'ok'}")
     return 1 if failures else 0

@@ -53,7 +53,12 @@ TEST(VerdictLevels, PassingButFarWorseThanEagerIsSuspicious) {
   EXPECT_TRUE(r.suspicious);
   EXPECT_FALSE(r.diverged);
   EXPECT_FALSE(counts_as_failing(r));
-  EXPECT_FALSE(r.localization) << "suspicious outputs are not localized unless asked";
+  // Suspicious outputs are not bisected unless asked; the node verdict names the node without a search.
+  EXPECT_EQ(r.node_verdict.level, Level::Suspicious);
+  ASSERT_TRUE(r.localization);
+  EXPECT_EQ(r.localization->found_by, "node_evidence");
+  EXPECT_TRUE(r.localization->probes.empty());
+  EXPECT_EQ(r.localization->culprit.nodes, std::vector<std::string>{"addmm_1"});
   DiffOptions strict = with(kSubTolerance);
   strict.fail_on_suspicious = true;
   EXPECT_TRUE(counts_as_failing(run("mlp_core.pt2", "mlp_inputs.pt", strict)));
@@ -88,7 +93,12 @@ TEST(VerdictLevels, CliExitCodes) {
   EXPECT_NE(suspicious.out.find("SUSPICIOUS addmm_1"), std::string::npos) << suspicious.out;
   EXPECT_NE(suspicious.out.find("suspicious: the rule passes, but compiled is"), std::string::npos) << suspicious.out;
   EXPECT_EQ(testing::run_cli(base + " --fail-on-suspicious").exit_code, 1);
-  EXPECT_EQ(testing::run_cli(base + " --suspicious-ratio 0 --fail-on-suspicious").exit_code, 0);
+  // With the output level off, the node verdict still flags addmm_1 (1740x eager's local error); both off: 0.
+  EXPECT_EQ(testing::run_cli(base + " --suspicious-ratio 0 --fail-on-suspicious").exit_code, 1);
+  EXPECT_EQ(testing::run_cli(base + " --suspicious-ratio 0 --node-ratio 0 --fail-on-suspicious").exit_code, 0);
+  // Node evidence fails the run on its own at --node-fail-ratio (off by default: docs/verdicts.md).
+  EXPECT_EQ(testing::run_cli(base + " --suspicious-ratio 0 --node-fail-ratio 100 --no-localize").exit_code, 1);
+  EXPECT_EQ(testing::run_cli(base + " --suspicious-ratio 0 --node-fail-ratio 1e6 --no-localize").exit_code, 0);
   const testing::CliResult clean = testing::run_cli(fixture("mlp_core.pt2") + " " + fixture("mlp_inputs.pt") + " --compiled eager --fail-on-suspicious");
   EXPECT_EQ(clean.exit_code, 0) << clean.out;
   const testing::CliResult bad = testing::run_cli(base + " --suspicious-ratio -3");
@@ -206,6 +216,95 @@ TEST(Ranking, ScaleAwareNotUlp) {
   const DiffResult eager_only = run("mlp_core.pt2", "mlp_inputs.pt", o);
   for (size_t k = 1; k < eager_only.ranking.size(); ++k)
     EXPECT_GE(eager_only.nodes[eager_only.ranking[k - 1]].local_relative, eager_only.nodes[eager_only.ranking[k]].local_relative);
+}
+
+// The node verdict (docs/verdicts.md, "Node evidence"): the output level off (--suspicious-ratio 0), so the
+// outputs pass at level pass and only the exploded compile's evidence at addmm_1 (1 + 2e-4 on an fp32 matmul,
+// its local error then ~1740x eager's) can raise the run; every report says so.
+TEST(VerdictLevels, NodeEvidenceRaisesAPassingRunAndNamesTheNode) {
+  DiffOptions o = with(kSubTolerance);
+  o.rule.suspicious_ratio = 0;
+  const DiffResult r = run("mlp_core.pt2", "mlp_inputs.pt", o);
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_EQ(r.outputs[0].verdict.level, Level::Pass);
+  const NodeVerdict& nv = r.node_verdict;
+  ASSERT_TRUE(nv.available);
+  ASSERT_EQ(nv.findings.size(), 1u);
+  const NodeFinding& f = nv.findings[0];
+  const NodeError& n = node(r, "addmm_1");
+  const ValueError& v = n.values[0];
+  EXPECT_EQ(f.node, "addmm_1");
+  EXPECT_EQ(f.op, n.target);
+  EXPECT_EQ(f.source, n.source);
+  EXPECT_EQ(f.module_path, n.module_path);
+  EXPECT_DOUBLE_EQ(f.ratio, error_ratio(v.compiled_local, v.local));  // the two local errors the node table shows
+  EXPECT_GE(f.ratio, 1000);
+  EXPECT_EQ(f.level, Level::Suspicious);  // --node-fail-ratio is off by default
+  EXPECT_EQ(nv.worst_node, "addmm_1");
+  EXPECT_EQ(nv.level, Level::Suspicious);
+  EXPECT_EQ(result_level(r), Level::Suspicious);
+  EXPECT_FALSE(counts_as_failing(r));
+  // Named without a search compile; one compile with addmm_1 eager confirms it (the fault backend leaves it eager).
+  ASSERT_TRUE(r.localization);
+  EXPECT_EQ(r.localization->found_by, "node_evidence");
+  EXPECT_EQ(r.localization->culprit.nodes, std::vector<std::string>{"addmm_1"});
+  EXPECT_TRUE(r.localization->probes.empty());
+  ASSERT_TRUE(nv.confirmation);
+  EXPECT_EQ(nv.confirmation->conclusion, "confirmed") << nv.confirmation->summary;
+  EXPECT_EQ(nv.confirmation->compiles, 1u);
+  EXPECT_GE(nv.confirmation->before, 1000);
+  EXPECT_LE(nv.confirmation->after, kNodeConfirmBound);
+  // Every report.
+  const nlohmann::json j = nlohmann::json::parse(to_json(r));
+  EXPECT_EQ(j["level"], "suspicious");
+  EXPECT_EQ(j["fails"], false);
+  EXPECT_EQ(j["node_verdict"]["findings"][0]["node"], "addmm_1");
+  EXPECT_DOUBLE_EQ(j["node_verdict"]["findings"][0]["ratio"].get<double>(), f.ratio);
+  EXPECT_DOUBLE_EQ(j["node_verdict"]["findings"][0]["eager_local"]["rmse"].get<double>(), v.local.rmse);
+  EXPECT_DOUBLE_EQ(j["node_verdict"]["findings"][0]["compiled_local"]["rmse"].get<double>(), v.compiled_local.rmse);
+  EXPECT_EQ(j["localization"]["found_by"], "node_evidence");
+  const std::string text = to_text(r);
+  EXPECT_NE(text.find("node verdict: suspicious"), std::string::npos) << text;
+  EXPECT_NE(text.find("SUSPICIOUS (a node stands out; the outputs pass)"), std::string::npos) << text;
+  EXPECT_NE(to_summary(r).find("node addmm_1 (aten.addmm.default) stands out (suspicious)"), std::string::npos) << to_summary(r);
+  EXPECT_NE(to_html(r).find("<section id=\"node-verdict\">"), std::string::npos);
+  // testing.h: suspicious fails only when asked, and says why.
+  EXPECT_TRUE(agrees_with_reference(fixture("mlp_core.pt2"), fixture("mlp_inputs.pt"), o));
+  o.fail_on_suspicious = true;
+  const ::testing::AssertionResult strict = agrees_with_reference(fixture("mlp_core.pt2"), fixture("mlp_inputs.pt"), o);
+  ASSERT_FALSE(strict);
+  EXPECT_NE(std::string(strict.message()).find("is suspicious at a node"), std::string::npos) << strict.message();
+  // --node-fail-ratio below the ratio: the run fails on the node evidence alone; above it, suspicious.
+  o.fail_on_suspicious = false;
+  o.rule.node_fail_ratio = f.ratio / 2;
+  const DiffResult failing = run("mlp_core.pt2", "mlp_inputs.pt", o);
+  EXPECT_EQ(result_level(failing), Level::Fail);
+  EXPECT_TRUE(counts_as_failing(failing));
+  EXPECT_FALSE(failing.diverged);  // the outputs still pass the rule
+  o.rule.node_fail_ratio = f.ratio * 2;
+  EXPECT_EQ(result_level(run("mlp_core.pt2", "mlp_inputs.pt", o)), Level::Suspicious);
+  // --node-ratio above the ratio, or 0: nothing stands out.
+  o.rule.node_ratio = f.ratio * 2;
+  EXPECT_EQ(result_level(run("mlp_core.pt2", "mlp_inputs.pt", o)), Level::Pass);
+  o.rule.node_ratio = 0;
+  EXPECT_EQ(result_level(run("mlp_core.pt2", "mlp_inputs.pt", o)), Level::Pass);
+}
+
+TEST(VerdictLevels, NodeVerdictOfCleanRunsAndWithoutExplodedCompile) {
+  for (const auto& [graph, inputs] : std::vector<std::pair<std::string, std::string>>{
+           {"mlp_core.pt2", "mlp_inputs.pt"}, {"attention_core.pt2", "attention_inputs.pt"}, {"bf16_block.pt2", "bf16_block_inputs.pt"}}) {
+    const DiffResult r = run(graph, inputs, with("eager"));
+    EXPECT_TRUE(r.node_verdict.available) << graph;
+    EXPECT_GT(r.node_verdict.judged, 0u) << graph;
+    EXPECT_EQ(r.node_verdict.level, Level::Pass) << graph;
+    EXPECT_LE(r.node_verdict.worst_ratio, 1) << graph;  // compiled = eager at every node
+    EXPECT_FALSE(r.localization) << graph;
+  }
+  DiffOptions o = with(kSubTolerance);
+  o.exploded = false;
+  const DiffResult r = run("mlp_core.pt2", "mlp_inputs.pt", o);
+  EXPECT_FALSE(r.node_verdict.available);
+  EXPECT_NE(r.node_verdict.unavailable.find("--no-exploded"), std::string::npos);
 }
 
 TEST(VerdictLevels, TestingHelperFailsOnSuspiciousOnlyWhenAsked) {

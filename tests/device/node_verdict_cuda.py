@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""On a CUDA machine: the node verdict (docs/verdicts.md, "Node evidence") for models exported on the GPU in bf16
+and fp16 (scripts/gpu_test.sh runs this).
+
+    python tests/device/node_verdict_cuda.py PT2DIFF FIXTURES_DIR
+
+Exports, on cuda, a four-layer decoder in bfloat16 (RMSNorm, causal SDPA, a gated MLP, a residual stream) and a
+residual conv net with batch norm in float16, with plain torch (no extra package on the GPU box). For each:
+- clean: `pt2diff G I --device cuda` with the real Inductor (Triton) agrees at level pass, the node verdict
+  included (no node at --node-ratio or more times eager's local error);
+- planted: a post-grad pass (tests/zoo/planted_worker.py, PLANT=scale) multiplies one op's result by 1 + e at
+  one shape in every layer: the decoder's down projections (on CUDA a bias-free linear is an `mm` in the
+  post-grad graph) by 1.03, the conv net's 3x3 convolutions over 16 channels by 1.02. PyTorch's
+  torch._dynamo.utils.same() passes the outputs; pt2diff must flag exactly the planted nodes, name the first
+  as the culprit (no search compile) and confirm it with one compile.
+And the CPU-exported zoo archives llama_bf16 and resnet18_fp16 run on cuda stay at level pass.
+Exits 1 naming every check that failed.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+WORKER = os.path.join(ROOT, "tests", "zoo", "planted_worker.py")
+
+
+class Block(nn.Module):
+    def __init__(self, d=64, heads=4, hidden=128):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.RMSNorm(d), nn.RMSNorm(d)
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.proj = nn.Linear(d, d, bias=False)
+        self.gate = nn.Linear(d, hidden, bias=False)
+        self.up = nn.Linear(d, hidden, bias=False)
+        self.down = nn.Linear(hidden, d, bias=False)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(a)
+        h = self.norm2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class Decoder(nn.Module):
+    def __init__(self, vocab=128, d=64, layers=4):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList(Block(d) for _ in range(layers))
+        self.norm = nn.RMSNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+class ResBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return F.relu(x + self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x))))))
+
+
+class ConvNet(nn.Module):
+    def __init__(self, c=16, blocks=3):
+        super().__init__()
+        self.stem, self.bn = nn.Conv2d(3, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.blocks = nn.Sequential(*(ResBlock(c) for _ in range(blocks)))
+        self.head = nn.Linear(c, 10)
+
+    def forward(self, x):
+        return self.head(self.blocks(F.relu(self.bn(self.stem(x)))).mean((2, 3)))
+
+
+def randomize_norm_stats(model):
+    g = torch.Generator().manual_seed(2)
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.running_mean.copy_(torch.rand(m.running_mean.shape, generator=g) - 0.5)
+            m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) + 0.5)
+
+
+def export(tmp):
+    """(name, archive, inputs, plant environment, the planted nodes) for the two GPU-exported models."""
+    torch.manual_seed(0)
+    out = []
+    decoder = Decoder().eval()
+    ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(1))
+    convnet = ConvNet().eval()
+    randomize_norm_stats(convnet)
+    image = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+    for name, model, args, dtype, plant in [
+            ("decoder_cuda_bf16", decoder, (ids,), torch.bfloat16,
+             {"PT2DIFF_PLANT_OPS": "matmul", "PT2DIFF_PLANT_DTYPE": "bfloat16", "PT2DIFF_PLANT_ERROR": "0.03",
+              "PT2DIFF_PLANT_INPUT_SHAPE": "32,128"}),
+            ("convnet_cuda_fp16", convnet, (image,), torch.float16,
+             {"PT2DIFF_PLANT_OPS": "conv", "PT2DIFF_PLANT_DTYPE": "float16", "PT2DIFF_PLANT_ERROR": "0.02",
+              "PT2DIFF_PLANT_INPUT_SHAPE": "2,16,16,16"})]:
+        model = model.to("cuda", dtype)
+        args = tuple(a.to("cuda", dtype) if a.is_floating_point() else a.to("cuda") for a in args)
+        ep = torch.export.export(model, args)
+        graph, inputs = os.path.join(tmp, name + ".pt2"), os.path.join(tmp, name + "_inputs.pt")
+        torch.export.save(ep, graph)
+        torch.save(args, inputs)
+        shape = tuple(int(s) for s in plant["PT2DIFF_PLANT_INPUT_SHAPE"].split(","))
+        planted = []
+        for n in ep.graph.nodes:
+            if n.op != "call_function" or not isinstance(n.args[0], torch.fx.Node):
+                continue
+            s = tuple(n.args[0].meta["val"].shape)
+            if plant["PT2DIFF_PLANT_OPS"] == "matmul" and "linear" in str(n.target) and (s[0] * s[1], s[2]) == shape:
+                planted.append(n.name)
+            elif plant["PT2DIFF_PLANT_OPS"] == "conv" and "conv" in str(n.target) and s == shape:
+                planted.append(n.name)
+        out.append((name, graph, inputs, dict(plant, PT2DIFF_PLANT="scale"), planted))
+    return out
+
+
+def pt2diff(cli, graph, inputs, tmp, extra=(), env=None):
+    report, saved = os.path.join(tmp, "r.json"), os.path.join(tmp, "o.pt")
+    for f in (report, saved):
+        if os.path.exists(f):
+            os.remove(f)
+    run = subprocess.run([cli, graph, inputs, "--device", "cuda", "--json", report, "--save-outputs", saved, *extra],
+                         capture_output=True, text=True, env=dict(os.environ, **(env or {})))
+    r = json.load(open(report)) if os.path.exists(report) else None
+    return run, r, saved
+
+
+def same_passes(saved):
+    from torch._dynamo.utils import same
+    compiled, native, fp64 = torch.load(saved, weights_only=True)
+    return all(same(n.cpu(), c.cpu(), fp64_ref=f.cpu(), tol=1e-3) for c, n, f in zip(compiled, native, fp64)
+               if c is not None and c.is_floating_point())
+
+
+def main():
+    cli, fixtures = sys.argv[1:3]
+    failed = []
+
+    def check(ok, what):
+        print(f"{'ok' if ok else 'FAILED'}: {what}", flush=True)
+        if not ok:
+            failed.append(what)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        clean = [(n, g, i) for n, g, i, _, _ in export(tmp)]
+        clean += [(m + " (CPU export)", os.path.join(fixtures, "zoo", m + ".pt2"), os.path.join(fixtures, "zoo", m + "_inputs.pt"))
+                  for m in ("llama_bf16", "resnet18_fp16")]
+        for name, graph, inputs in clean:
+            run, r, _ = pt2diff(cli, graph, inputs, tmp)
+            nv = (r or {}).get("node_verdict") or {}
+            check(run.returncode == 0 and r and r["level"] == "pass" and nv.get("level") == "pass" and nv.get("available"),
+                  f"{name} clean on cuda: exit {run.returncode}, level {(r or {}).get('level')}, node verdict {nv.get('level')} over "
+                  f"{nv.get('judged')} values, worst {nv.get('worst_node')} at {nv.get('worst_ratio', 0):.3g}x{'' if r else ': ' + run.stderr[-400:]}")
+        for name, graph, inputs, plant, planted in export(tmp):
+            run, r, saved = pt2diff(cli, graph, inputs, tmp, ["--compiled", f"external:{sys.executable} {WORKER}"],
+                                    dict(plant, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1"))
+            if not r:
+                check(False, f"{name} planted: pt2diff exited {run.returncode}: {run.stderr[-400:]}")
+                continue
+            nv = r["node_verdict"]
+            flagged = [f["node"] for f in nv["findings"]] + [a["node"] for f in nv["findings"] for a in f["also"]]
+            outputs = ", ".join(f"{o['name']} {o['error_ratio']:.3g}x" for o in r["outputs"])
+            check(r["verdict"] == "agree" and same_passes(saved), f"{name} planted {plant['PT2DIFF_PLANT_ERROR']}: the outputs pass "
+                  f"pt2diff's rule and torch._dynamo.utils.same() (output error ratios {outputs})")
+            ratios = ", ".join(f"{f['node']} {f['ratio']:.3g}x" for f in nv["findings"])
+            check(planted and nv["findings"] and nv["findings"][0]["node"] == planted[0] and sorted(flagged) == sorted(planted)
+                  and r["level"] in ("suspicious", "fail"),
+                  f"{name} planted: level {r['level']}, node verdict flags {ratios} (+{len(flagged) - len(nv['findings'])} of the same op "
+                  f"and shape); planted {', '.join(planted)}")
+            loc = r["localization"] or {}
+            conf = nv.get("confirmation") or {}
+            check(loc.get("found_by") == "node_evidence" and (loc.get("culprit") or {}).get("nodes") == planted[:1]
+                  and conf.get("conclusion") in ("confirmed", "invisible_at_outputs"),
+                  f"{name} planted: culprit {(loc.get('culprit') or {}).get('nodes')}, confirmation {conf.get('conclusion')} "
+                  f"({conf.get('before', 0):.3g}x -> {conf.get('after', 0):.3g}x), whole run {r['seconds']:.1f} s")
+    if failed:
+        print(f"{len(failed)} check(s) failed")
+        return 1
+    print("node verdict on cuda: every check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
