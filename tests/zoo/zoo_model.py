@@ -72,26 +72,27 @@ PLANTS = {
 
 
 #: model -> form -> (worker, its environment, op kind, the planted op's first input shape (a matmul's input
-#: flattened to 2-D)). The absorbed bugs of the node verdict's tests (docs/verdicts.md, "Node evidence"): a bf16
+#: flattened to 2-D), or for a lowering its output shape). The absorbed bugs of the node verdict's tests (docs/verdicts.md, "Node evidence"): a bf16
 #: decoder and an fp16 conv net (residual streams, RMSNorm, batch norm) and an fp32 one, each under the outputs' radar.
 def _scale(ops, dtype, error, shape):
     return ("tests/zoo/planted_worker.py", {"PT2DIFF_PLANT": "scale", "PT2DIFF_PLANT_OPS": ops, "PT2DIFF_PLANT_DTYPE": dtype,
-                                            "PT2DIFF_PLANT_ERROR": error, "PT2DIFF_PLANT_INPUT_SHAPE": ",".join(map(str, shape))}, ops, shape)
+                                            "PT2DIFF_PLANT_ERROR": error, "PT2DIFF_PLANT_INPUT_SHAPE": ",".join(map(str, shape))}, ops, ("in", shape))
 
 
-def _lowering(op, kind, error, in_shape, out_shape):
+def _lowering(op, kind, error, out_shape):
     return ("tests/engine/localize/lowering_bug_worker.py", {"PT2DIFF_PLANT_OP": op, "PT2DIFF_PLANT_ERROR": error,
-                                                             "PT2DIFF_PLANT_SHAPE": ",".join(map(str, out_shape))}, kind, in_shape)
+                                                             "PT2DIFF_PLANT_SHAPE": ",".join(map(str, out_shape))}, kind, ("out", out_shape))
 
 
 ABSORBED = {
     # Every layer's down projection (the only matmul reducing over the 128 intermediate units) 5% off: a
     # post-grad pass, as the issue's GPU report planted it.
     "llama_bf16": {"": _scale("matmul", "bfloat16", "0.05", (16, 128)), "core": _scale("matmul", "bfloat16", "0.03", (16, 128))},
-    # The 3x3 convolutions over 4 channels at 8x8 (five of them, two output shapes) 2% off, in Inductor's lowering of
-    # aten.convolution (the graph it lowers is the real one) on the training form; a post-grad pass on the core form.
-    "resnet18_fp16": {"": _lowering("convolution", "conv", "0.02", (2, 4, 8, 8), (2, 4, 8, 8)),
-                      "core": _scale("conv", "float16", "0.02", (2, 4, 8, 8))},
+    # The 3x3 convolutions at 4 channels, 8x8, 0.4% off (about 4 fp16 ulps; a 2% error reaches the logits at 9x
+    # eager's, which the rule fails): in Inductor's lowering of aten.convolution, keyed on the output shape (the
+    # graph it lowers is the real one), on the training form; a post-grad pass keyed on the input on the core form.
+    "resnet18_fp16": {"": _lowering("convolution", "conv", "0.004", (2, 4, 8, 8)),
+                      "core": _scale("conv", "float16", "0.004", (2, 4, 8, 8))},
     # fp32: a sub-tolerance 3e-5 error at the 3x3 convolutions over 8 channels (4x4), which same()'s allclose step passes.
     "resnet18": {"core": _scale("conv", "float32", "3e-5", (2, 8, 4, 4))},
 }
@@ -99,17 +100,21 @@ MATMUL_TARGETS = {"aten.linear.default", "aten.mm.default", "aten.addmm.default"
 CONV_TARGETS = {"aten.conv2d.default", "aten.convolution.default"}
 
 
-def planted_nodes(graph, kind, shape):
-    """The exported nodes a shape-keyed plant breaks, in graph order: matmuls whose first input, flattened to 2-D,
-    has `shape` (a core addmm's first input is its bias: its second is the matrix), convolutions whose input has it;
-    and for a lowering plant keyed on the output shape, the same nodes."""
+def planted_nodes(graph, kind, key):
+    """The exported nodes a shape-keyed plant breaks, in graph order. key ("in", shape): matmuls whose first input,
+    flattened to 2-D, has `shape` (a core addmm's first input is its bias: its second is the matrix), convolutions
+    whose input has it; ("out", shape) (a lowering plant): those whose output has it."""
+    side, shape = key
     ep = torch.export.load(graph)
     out = []
     for n in ep.graph.nodes:
         if n.op != "call_function":
             continue
         target = str(n.target)
-        if kind == "matmul" and target in MATMUL_TARGETS:
+        if side == "out":
+            if target in (MATMUL_TARGETS if kind == "matmul" else CONV_TARGETS) and tuple(n.meta["val"].shape) == tuple(shape):
+                out.append(n.name)
+        elif kind == "matmul" and target in MATMUL_TARGETS:
             a = n.args[1] if target == "aten.addmm.default" else n.args[0]
             s = tuple(a.meta["val"].shape)
             flat = (int(torch.Size(s[:-1]).numel()), s[-1]) if len(s) >= 2 else s
