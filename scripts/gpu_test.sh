@@ -51,6 +51,8 @@ check "the smallest eager set on Triton: found, verified, and the printed torch.
   "$PYTHON" "$ROOT/tests/engine/localize/workaround.py" "$cli" "$fixtures"
 check "TF32 and matmul precision reach the worker's CUDA kernels" \
   "$PYTHON" "$ROOT/tests/device/tf32_settings_cuda.py"
+check "the node verdict on CUDA: GPU-exported bf16 and fp16 models clean at every node, planted absorbed bugs flagged and named" \
+  "$PYTHON" "$ROOT/tests/device/node_verdict_cuda.py" "$cli" "$fixtures"
 
 if ((${#failed[@]})); then
   printf 'GPU suite: %d failed:\n' "${#failed[@]}"; printf '  %s\n' "${failed[@]}"

@@ -30,6 +30,18 @@ while (($#)); do
 done
 
 say() { [[ -t 1 ]] && printf '\033[1m==> %s\033[0m\n' "$*" || printf '==> %s\n' "$*"; }
+# Each phase's wall time, one "NAME<TAB>SECONDS" line in $PT2DIFF_PHASES (default BUILD/phases.tsv, started
+# afresh by the script that owns it): python3 bench/test_time.py BUILD prints them (docs/testing.md).
+if [[ -z "${PT2DIFF_PHASES:-}" ]]; then
+  export PT2DIFF_PHASES=$BUILD/phases.tsv
+  mkdir -p "$BUILD" && : > "$PT2DIFF_PHASES"
+fi
+phase_start=$(date +%s.%N)
+phase() {  # NAME: the time since the last phase() (or the start) was NAME's
+  local now; now=$(date +%s.%N)
+  awk -v n="$1" -v a="$now" -v b="$phase_start" 'BEGIN { printf "%s\t%.1f\n", n, a - b }' >> "$PT2DIFF_PHASES" 2>/dev/null || true
+  phase_start=$now
+}
 
 # --- Debian packages ---------------------------------------------------------------------------------
 packages=(g++ ccache libeigen3-dev libboost-graph-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
@@ -53,6 +65,8 @@ if ((${#missing[@]})); then
     say "could not install ${missing[*]}; going on (CMake names anything the build really lacks)"
   fi
 fi
+
+phase "setup: Debian packages"
 
 if [[ -n "$PYTHON" ]]; then
   # --- the user's torch, as is ---------------------------------------------------------------------------
@@ -80,17 +94,22 @@ else
   INSTALL_PACKAGES=1
 fi
 
+phase "setup: Python (venv and torch)"
+
 # --- configure and build -------------------------------------------------------------------------------
 configured_python=$(sed -n 's/^PT2DIFF_PYTHON:FILEPATH=//p' "$BUILD/CMakeCache.txt" 2>/dev/null || true)
 if [[ ! -f "$BUILD/build.ninja" || "$configured_python" != "$PYTHON" ]]; then
   say "configuring $BUILD (torch from $PYTHON)"
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPT2DIFF_PYTHON="$PYTHON" >/dev/null
 fi
+phase "setup: configure"
 say "building pt2diff"
 cmake --build "$BUILD" --target pt2diff_cli
+phase "setup: build the CLI"
 if grep -q '^build python/pt2diff/_pt2diff' "$BUILD/build.ninja" 2>/dev/null; then
   say "building the Python module pt2diff._pt2diff"
   cmake --build "$BUILD" --target pt2diff_python
+  phase "setup: build the Python module"
 fi
 
 # --- the Python packages (python/: pt2diff with its native module, pt2diff_capture, pt2diff_worker) ----
@@ -126,9 +145,13 @@ if ((${INSTALL_PACKAGES:-0})); then
   fi
 fi
 
+phase "setup: install the Python packages"
+
 if ((RUN_DEMO)); then
   say "pt2diff inspect fixtures/bf16_block.pt2 fixtures/bf16_block_inputs.pt"
   "$BUILD/pt2diff" inspect "$ROOT/fixtures/bf16_block.pt2" "$ROOT/fixtures/bf16_block_inputs.pt"
   say "pt2diff fixtures/bf16_block.pt2 fixtures/bf16_block_inputs.pt   (the main job)"
   "$BUILD/pt2diff" "$ROOT/fixtures/bf16_block.pt2" "$ROOT/fixtures/bf16_block_inputs.pt"
 fi
+((RUN_DEMO)) && phase "setup: the demo run"
+exit 0

@@ -6,6 +6,12 @@
 #   PT2DIFF_SKIP_SANITIZE=1 scripts/test.sh   skip the sanitizer build (faster local loop)
 #   PT2DIFF_SKIP_FUZZ=1 scripts/test.sh       skip the short fuzz run (scripts/fuzz.sh)
 #   scripts/test.sh --python /path/to/python  build and test against that Python's torch, as is (setup.sh)
+#   scripts/test.sh --quick         the inner loop: builds what the fast tests need and runs them (the C++ unit
+#                                   tests of the IR, the loader and the engine, the schema and report checks:
+#                                   no Inductor compile, no zoo, no sanitizer; docs/testing.md)
+#
+# Each phase's wall time goes to BUILD/phases.tsv and ctest's per-test times to BUILD/ctest.xml:
+# `python3 bench/test_time.py BUILD` prints where the time went.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -13,15 +19,37 @@ PT2DIFF_HOME=${PT2DIFF_HOME:-${HOME:-/root}/.cache/pt2diff}
 VENV=${PT2DIFF_VENV:-$PT2DIFF_HOME/venv}
 BUILD=${PT2DIFF_BUILD_DIR:-$ROOT/build}
 export CCACHE_DIR=${CCACHE_DIR:-$PT2DIFF_HOME/ccache}
-case "${1:-}" in
-  --python) export PT2DIFF_PYTHON=${2:?"--python needs the path of a Python that has torch"} ;;
-  --python=*) export PT2DIFF_PYTHON=${1#--python=} ;;
-  "") ;;
-  *) echo "test.sh: unknown argument '$1' (--python PATH)" >&2; exit 2 ;;
-esac
+QUICK=0
+while (($#)); do
+  case "$1" in
+    --python) export PT2DIFF_PYTHON=${2:?"--python needs the path of a Python that has torch"}; shift ;;
+    --python=*) export PT2DIFF_PYTHON=${1#--python=} ;;
+    --quick) QUICK=1 ;;
+    *) echo "test.sh: unknown argument '$1' (--python PATH, --quick)" >&2; exit 2 ;;
+  esac
+  shift
+done
 PYTHON=${PT2DIFF_PYTHON:-$VENV/bin/python}
+export PT2DIFF_PHASES=$BUILD/phases.tsv
+mkdir -p "$BUILD" && : > "$PT2DIFF_PHASES"
+phase_start=$(date +%s.%N)
+phase() {  # NAME: the time since the last phase() was NAME's (bench/test_time.py)
+  local now; now=$(date +%s.%N)
+  awk -v n="$1" -v a="$now" -v b="$phase_start" 'BEGIN { printf "%s\t%.1f\n", n, a - b }' >> "$PT2DIFF_PHASES"
+  phase_start=$now
+}
 
 "$ROOT/scripts/setup.sh" --no-run
+phase_start=$(date +%s.%N)  # setup.sh wrote its own phases
+
+if ((QUICK)); then
+  # The targets the quick labels need (no benchmarks, no sanitizer build), then those tests.
+  cmake --build "$BUILD" --target ir_tests loader_tests engine_tests pt2diff_cli
+  phase "quick: build"
+  (cd "$BUILD" && ctest --output-on-failure -j2 -L quick --output-junit ctest.xml)
+  phase "quick: ctest"
+  exit 0
+fi
 # The Ray test of `pt2diff batch` needs the optional extra `ray` (python/pyproject.toml); the test path only.
 if [[ -z "${PT2DIFF_PYTHON:-}" ]] && ! "$PYTHON" -c "import ray" 2>/dev/null; then
   "$PYTHON" -m pip install -q --disable-pip-version-check "ray>=2.9" || echo "test.sh: could not install ray: the batch Ray test is skipped" >&2
@@ -31,10 +59,13 @@ fi
 if [[ -z "${PT2DIFF_PYTHON:-}" ]] && ! "$PYTHON" -c "import pytest" 2>/dev/null; then
   "$PYTHON" -m pip install -q --disable-pip-version-check pytest
 fi
+phase "test: the test extras (ray, pytest)"
 cmake --build "$BUILD"
-(cd "$BUILD" && ctest --output-on-failure -j2)
+phase "test: build the tests and benchmarks"
+(cd "$BUILD" && ctest --output-on-failure -j2 --output-junit ctest.xml)
+phase "test: ctest"
 # The archive loader and the inputs reader under libFuzzer: the kept crashes, then a fixed short run.
-[[ "${PT2DIFF_SKIP_FUZZ:-0}" == 1 ]] || "$ROOT/scripts/fuzz.sh"
+[[ "${PT2DIFF_SKIP_FUZZ:-0}" == 1 ]] || { "$ROOT/scripts/fuzz.sh"; phase "test: fuzz (clang build and run)"; }
 
 if [[ "${PT2DIFF_SKIP_SANITIZE:-0}" != 1 ]]; then
   ASAN_BUILD="$BUILD-sanitize"
@@ -43,7 +74,9 @@ if [[ "${PT2DIFF_SKIP_SANITIZE:-0}" != 1 ]]; then
           -DPT2DIFF_PYTHON="$PYTHON" >/dev/null
   fi
   cmake --build "$ASAN_BUILD" --target loader_tests pt2diff_cli
+  phase "test: sanitizer build"
   # libtorch is not built with ASan: its allocations at exit are reported as leaks we cannot fix.
   export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  (cd "$ASAN_BUILD" && ctest --output-on-failure -j2 -L sanitize)
+  (cd "$ASAN_BUILD" && ctest --output-on-failure -j2 -L sanitize --output-junit ctest.xml)
+  phase "test: sanitizer ctest"
 fi

@@ -5,12 +5,14 @@ and fp16 (scripts/gpu_test.sh runs this).
     python tests/device/node_verdict_cuda.py PT2DIFF FIXTURES_DIR
 
 Exports, on cuda, a four-layer decoder in bfloat16 (RMSNorm, causal SDPA, a gated MLP, a residual stream) and a
-residual conv net with batch norm in float16, with plain torch (no extra package on the GPU box). For each:
+residual conv net in float16 (a batch-normed stem, then diffusion-style blocks with GroupNorm after each convolution), with plain torch (no extra package on the GPU box). For each:
 - clean: `pt2diff G I --device cuda` with the real Inductor (Triton) agrees at level pass, the node verdict
   included (no node at --node-ratio or more times eager's local error);
 - planted: a post-grad pass (tests/zoo/planted_worker.py, PLANT=scale) multiplies one op's result by 1 + e at
   one shape in every layer: the decoder's down projections (on CUDA a bias-free linear is an `mm` in the
-  post-grad graph) by 1.03, the conv net's 3x3 convolutions over 16 channels by 1.02. PyTorch's
+  post-grad graph) by 1.03, the conv net's 3x3 convolutions over 16 channels by 1.02 (their norms absorb it; in a
+  net with batch norm alone, as fixtures/zoo/resnet18_fp16, a 2% error reaches the logits at 9-27x eager's error
+  and the output rule fails it: tests/zoo/zoo_model.py plants 0.4% there). PyTorch's
   torch._dynamo.utils.same() passes the outputs; pt2diff must flag exactly the planted nodes, name the first
   as the culprit (no search compile) and confirm it with one compile.
 And the CPU-exported zoo archives llama_bf16 and resnet18_fp16 run on cuda stay at level pass.
@@ -67,13 +69,16 @@ class Decoder(nn.Module):
 
 
 class ResBlock(nn.Module):
+    """A diffusion U-Net's residual block, post-norm: GroupNorm after each convolution (a uniform error in a
+    convolution's result is what the norm removes)."""
+
     def __init__(self, c):
         super().__init__()
-        self.conv1, self.bn1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
-        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.conv1, self.norm1 = nn.Conv2d(c, c, 3, padding=1), nn.GroupNorm(4, c)
+        self.conv2, self.norm2 = nn.Conv2d(c, c, 3, padding=1), nn.GroupNorm(4, c)
 
     def forward(self, x):
-        return F.relu(x + self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x))))))
+        return x + self.norm2(self.conv2(F.silu(self.norm1(self.conv1(x)))))
 
 
 class ConvNet(nn.Module):
@@ -120,7 +125,7 @@ def export(tmp):
         shape = tuple(int(s) for s in plant["PT2DIFF_PLANT_INPUT_SHAPE"].split(","))
         planted = []
         for n in ep.graph.nodes:
-            if n.op != "call_function" or not isinstance(n.args[0], torch.fx.Node):
+            if n.op != "call_function" or not isinstance(n.args[0], torch.fx.Node) or not isinstance(n.args[0].meta.get("val"), torch.Tensor):
                 continue
             s = tuple(n.args[0].meta["val"].shape)
             if plant["PT2DIFF_PLANT_OPS"] == "matmul" and "linear" in str(n.target) and (s[0] * s[1], s[2]) == shape:

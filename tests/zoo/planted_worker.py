@@ -13,7 +13,7 @@ tolerance on these layer-normed models: an error of a few 1e-3 relative, which t
 
   scale        a small wrong factor: the results of one kind of op (PT2DIFF_PLANT_OPS: matmul or conv) of one
                dtype (PT2DIFF_PLANT_DTYPE, default bfloat16) are multiplied by 1 + PT2DIFF_PLANT_ERROR (default
-               0.05), only where the op's first input has the shape PT2DIFF_PLANT_INPUT_SHAPE ("16,128") when
+               0.05), only where the op's first input (an addmm's matrix, not its bias) has the shape PT2DIFF_PLANT_INPUT_SHAPE ("16,128") when
                that is set: one lowering, wrong at one shape, used in every layer. The outputs absorb it
                (residual streams, norms); the node verdict must not (docs/verdicts.md, "Node evidence").
 
@@ -84,7 +84,9 @@ class Scale(CustomGraphPass):
             val = node.meta.get("val")
             if node.target not in self.targets or not isinstance(val, torch.Tensor) or val.dtype != self.dtype:
                 continue
-            first = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+            # An addmm's first input is its bias: the matrix is the second (as tests/zoo/zoo_model.py keys it).
+            a = node.args[1] if node.target is aten.addmm.default else node.args[0]
+            first = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
             if self.shape is not None and (first is None or tuple(first.shape) != self.shape):
                 continue
             with graph.inserting_after(node):
