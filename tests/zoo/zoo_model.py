@@ -269,7 +269,10 @@ def check_absorbed(pt2diff, model, form, name, graph, inputs_file, tmp):
     report, saved = os.path.join(tmp, name + ".json"), os.path.join(tmp, name + "_outputs.pt")
     run = subprocess.run([pt2diff, graph, inputs_file, "--compiled", f"external:{sys.executable} {os.path.join(HERE, '..', '..', worker)}",
                           "--json", report, "--save-outputs", saved, "--workaround"],
-                         capture_output=True, text=True, env=dict(os.environ, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1", **env))
+                         # The workers keep their own Inductor cache with the FX graph cache off (and so the AOTAutograd
+                         # cache, which needs it): no compiled graph is reused across plants, while the kernels' C++
+                         # builds (keyed on their source, the planted code included) are shared by the run's compiles.
+                         capture_output=True, text=True, env=dict(os.environ, **env))
     if run.returncode not in (0, 1) or not os.path.exists(report):
         print(f"{name}: absorbed: pt2diff exited {run.returncode}: {run.stdout[-600:]} {run.stderr.strip()}")
         return 1

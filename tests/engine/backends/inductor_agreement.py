@@ -3,7 +3,8 @@
 
     inductor_agreement.py PT2DIFF FIXTURES_DIR NAME...
 
-For each fixture: `pt2diff NAME.pt2 NAME_inputs.pt --save-outputs F --no-exploded`, then in this
+For each fixture: `pt2diff NAME.pt2 NAME_inputs.pt --save-outputs F --json R`, whose node verdict must be
+`pass` (clean Inductor stands out at no node), then in this
 process `torch.compile(ep.module())` on the same inputs under torch.no_grad() (the worker compiles
 for inference), and the compiled outputs must be equal bit for bit. With PT2DIFF_TEST_DEVICE=cuda
 (scripts/gpu_test.sh) both compile for the GPU: `--device cuda`, and the module and inputs moved there,
@@ -11,6 +12,7 @@ and both with Inductor's `deterministic=True`: on the GPU Inductor otherwise ben
 at compile time and keeps the fastest, so two compiles of one graph can sum in different orders (seen:
 attention_core's softmax 6e-8 apart between two compiles on an H200).
 """
+import json
 import os
 import subprocess
 import sys
@@ -56,14 +58,21 @@ def main():
             base = name[:-5] if name.endswith("_core") else name
             graph = os.path.join(fixtures, name + ".pt2")
             inputs_file = os.path.join(fixtures, base + "_inputs.pt")
-            saved = os.path.join(tmp, name + "_outputs.pt")
+            saved, report = os.path.join(tmp, name + "_outputs.pt"), os.path.join(tmp, name + ".json")
             deterministic = ["--inductor-config", "deterministic=True"] if device != "cpu" else []
-            run = subprocess.run([pt2diff, graph, inputs_file, "--save-outputs", saved, "--no-exploded", "--device", device,
+            run = subprocess.run([pt2diff, graph, inputs_file, "--save-outputs", saved, "--json", report, "--device", device,
                                   *deterministic], capture_output=True, text=True)
             if run.returncode not in (0, 1):
                 print(f"{name}: pt2diff exited {run.returncode}: {run.stderr.strip()}")
                 failures += 1
                 continue
+            # Clean Inductor stands out at no node (docs/verdicts.md, "Node evidence"): the exploded compile ran,
+            # and no node's compiled local error reaches --node-ratio times eager's.
+            nv = json.load(open(report))["node_verdict"]
+            clean = nv["available"] and nv["level"] == "pass" and not nv["findings"]
+            print(f"{name}: node verdict {nv['level']} over {nv['judged']} values, worst {nv['worst_node']} at {nv['worst_ratio']:.3g}x "
+                  f"eager's local error{'' if clean else ': WRONG (' + (nv.get('unavailable') or str(nv['findings'])[:300]) + ')'}")
+            failures += not clean
             compiled, _, _ = torch.load(saved, weights_only=True)
             ep = torch.export.load(graph)
             args, kwargs = user_call(torch.load(inputs_file, weights_only=True), ep)
