@@ -30,6 +30,8 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "fixtures"))
+from make_zoo import randomize_norm_stats  # noqa: E402  (torch only; the zoo's batch-norm statistics)
 WORKER = os.path.join(ROOT, "tests", "zoo", "planted_worker.py")
 
 
@@ -90,14 +92,6 @@ class ConvNet(nn.Module):
 
     def forward(self, x):
         return self.head(self.blocks(F.relu(self.bn(self.stem(x)))).mean((2, 3)))
-
-
-def randomize_norm_stats(model):
-    g = torch.Generator().manual_seed(2)
-    for m in model.modules():
-        if isinstance(m, nn.modules.batchnorm._BatchNorm):
-            m.running_mean.copy_(torch.rand(m.running_mean.shape, generator=g) - 0.5)
-            m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) + 0.5)
 
 
 def export(tmp):
