@@ -73,6 +73,15 @@ def junit(build):
     return tests
 
 
+def sum_by(items):
+    """{key: [count, seconds]} of (key, seconds) pairs."""
+    per = collections.defaultdict(lambda: [0, 0.0])
+    for key, seconds in items:
+        per[key][0] += 1
+        per[key][1] += seconds
+    return per
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("build")
@@ -91,11 +100,7 @@ def main():
         objects = ninja_objects(build)
         if not objects:
             continue
-        per = collections.defaultdict(lambda: [0, 0.0])
-        for output, seconds in objects.items():
-            t = per[target_of(output)]
-            t[0] += 1
-            t[1] += seconds
+        per = sum_by((target_of(output), seconds) for output, seconds in objects.items())
         print(f"Build {os.path.basename(build)}: {len(objects)} outputs, {sum(objects.values()):.0f} s of compile and link jobs\n")
         print("| target | objects | job seconds |\n|---|---|---|")
         for target, (n, seconds) in sorted(per.items(), key=lambda kv: -kv[1][1]):
@@ -110,11 +115,7 @@ def main():
         tests = junit(build)
         if not tests:
             continue
-        per = collections.defaultdict(lambda: [0, 0.0])
-        for name, seconds, labels, _ in tests:
-            for label in labels or ["(none)"]:
-                per[label][0] += 1
-                per[label][1] += seconds
+        per = sum_by((label, seconds) for _, seconds, labels, _ in tests for label in labels or ["(none)"])
         total = sum(t[1] for t in tests)
         print(f"ctest in {os.path.basename(build)}: {len(tests)} tests, {total:.0f} s of test time "
               f"(a test with several labels counts under each)\n")

@@ -36,12 +36,7 @@ if [[ -z "${PT2DIFF_PHASES:-}" ]]; then
   export PT2DIFF_PHASES=$BUILD/phases.tsv
   mkdir -p "$BUILD" && : > "$PT2DIFF_PHASES"
 fi
-phase_start=$(date +%s.%N)
-phase() {  # NAME: the time since the last phase() (or the start) was NAME's
-  local now; now=$(date +%s.%N)
-  awk -v n="$1" -v a="$now" -v b="$phase_start" 'BEGIN { printf "%s\t%.1f\n", n, a - b }' >> "$PT2DIFF_PHASES" 2>/dev/null || true
-  phase_start=$now
-}
+source "$ROOT/scripts/phases.sh"
 
 # --- Debian packages ---------------------------------------------------------------------------------
 packages=(g++ ccache libeigen3-dev libboost-graph-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev

@@ -32,12 +32,7 @@ done
 PYTHON=${PT2DIFF_PYTHON:-$VENV/bin/python}
 export PT2DIFF_PHASES=$BUILD/phases.tsv
 mkdir -p "$BUILD" && : > "$PT2DIFF_PHASES"
-phase_start=$(date +%s.%N)
-phase() {  # NAME: the time since the last phase() was NAME's (bench/test_time.py)
-  local now; now=$(date +%s.%N)
-  awk -v n="$1" -v a="$now" -v b="$phase_start" 'BEGIN { printf "%s\t%.1f\n", n, a - b }' >> "$PT2DIFF_PHASES"
-  phase_start=$now
-}
+source "$ROOT/scripts/phases.sh"
 
 "$ROOT/scripts/setup.sh" --no-run
 phase_start=$(date +%s.%N)  # setup.sh wrote its own phases
