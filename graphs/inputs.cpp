@@ -97,11 +97,28 @@ void check_tensor(const Program& p, const std::string& name, const Value& v, con
       bad(fmt::format("input '{}' dim {} is {}, but symbol {} is already {} from an earlier input: these dims must be equal",
                       name, d, got, s.expr, it->second));
   }
-  // A graph exported on cuda:0 takes CPU inputs: pt2diff runs every graph on the CPU (files saved on a
-  // GPU load there). A tensor on another device can only come from the library API.
-  if (!t.device().is_cpu())
-    bad(fmt::format("input '{}' is on {}: pt2diff runs graphs on the CPU (a graph exported on {} included): pass "
-                    "x.cpu()", name, t.device().str(), m.device.str()));
+  // Files load on the CPU (a graph exported on cuda:0 included); the library API and Python may pass tensors
+  // already on a GPU, which the runs use where they are (BackendOptions::device; bind_inputs checks they share one).
+  if (!t.device().is_cpu() && !t.device().is_cuda())
+    bad(fmt::format("input '{}' is on {}: pt2diff runs graphs on the CPU or a CUDA GPU (the graph was exported on {}): "
+                    "pass a tensor with data there (x.cpu() or x.cuda())", name, t.device().str(), m.device.str()));
+}
+
+/// Every tensor input on one device: a graph's inputs are on one device, or the runs would move some of them.
+void check_one_device(const BoundInputs& bound) {
+  const BoundInputs::Entry* first = nullptr;
+  for (const auto& e : bound.entries) {
+    const auto* t = std::get_if<at::Tensor>(&e.value);
+    if (!t || !t->defined()) continue;
+    if (!first) {
+      first = &e;
+      continue;
+    }
+    const at::Device want = std::get<at::Tensor>(first->value).device();
+    if (t->device() != want)
+      bad(fmt::format("input '{}' is on {} but input '{}' is on {}: pass every input on one device (x.to('{}'))", e.name,
+                      t->device().str(), first->name, want.str(), want.str()));
+  }
 }
 
 void check_value(const Program& p, const InputSpec& spec, const std::string& name, const InputValue& value, BoundInputs& bound) {
@@ -238,6 +255,7 @@ BoundInputs bind_inputs(const Program& p, const UserInputs& in) {
     check_value(p, p.ir.input_specs[specs[k]], names[k], *given[k], bound);
     bound.entries.push_back({names[k], specs[k], *given[k]});
   }
+  check_one_device(bound);
   return bound;
 }
 

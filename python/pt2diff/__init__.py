@@ -16,8 +16,9 @@ Options are keyword arguments named after the CLI's flags (``--no-exploded`` is 
 
     compiled                  --compiled          the compiled side: inductor, eager, aoti:PKG, external:CMD,
                                                   fault:NODE:KIND ("inductor")
-    device                    --device            device of the eager runs and the compiler (None: where the graph
-                                                  was exported when this machine has it, else "cpu")
+    device                    --device            device of the eager runs and the compiler (None: the GPU the
+                                                  inputs, or an nn.Module's weights, are on; else where the graph
+                                                  was exported when this machine has it; else "cpu")
     reference_device          --reference-device  where the fp64 run goes in a GPU run: "auto", "cpu", "cuda" ("auto")
     gpu_memory                --gpu-memory        GPU memory the runs may hold: bytes, "40G", "none" (None: free)
     inductor_config           --inductor-config   Inductor overrides: ["k=v", ...] or {"k": python_value} (none)
@@ -151,6 +152,47 @@ def _program(source, inputs) -> Program:
     return load(source)
 
 
+def _input_names(source, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+    """(name, value) of the given inputs: forward()'s parameter names for an nn.Module's positional inputs, else
+    "input #i"; keyword inputs by their key."""
+    names = []
+    if isinstance(source, torch.nn.Module):
+        try:
+            import inspect
+            names = [n for n, p in inspect.signature(source.forward).parameters.items()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            names = []
+    out = [(names[i] if i < len(names) else f"input #{i}", a) for i, a in enumerate(args)]
+    return out + list(kwargs.items())
+
+
+def _run_device(source, inputs, device):
+    """The device of the runs: `device` when given; else the GPU the inputs (or an nn.Module's weights) are on;
+    else None (the engine's default: where the graph was exported when this machine has it, else the CPU).
+    Raises BadInputsError, naming the input, when the inputs and the module's weights are on different devices."""
+    if inputs is None:
+        tensors = []
+    else:
+        args, kwargs = _split(inputs)
+        tensors = [(name, t) for name, value in _input_names(source, args, kwargs)
+                   for t in torch.utils._pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
+    weights = []
+    if isinstance(source, torch.nn.Module):
+        weights = sorted({str(w.device) for w in (*source.parameters(), *source.buffers())})
+        if len(weights) > 1:
+            raise BadInputsError(f"the module's weights are on {' and '.join(weights)}: move the whole module to one "
+                                 f"device (model.to('{weights[-1]}'))")
+        for name, t in tensors:
+            if weights and str(t.device) != weights[0]:
+                raise BadInputsError(f"input '{name}' is on {t.device} but the module's weights are on {weights[0]}: pass "
+                                     f"inputs where the weights are ({name}.to('{weights[0]}'))")
+    if device is not None:
+        return device
+    gpus = [str(t.device) for _, t in tensors if t.device.type == "cuda"] + [w for w in weights if w.startswith("cuda")]
+    return gpus[0] if gpus else None
+
+
 def _options(defaults: dict, given: dict, function: str) -> dict[str, Any]:
     unknown = sorted(set(given) - set(defaults))
     if unknown:
@@ -179,6 +221,7 @@ def diff(program, inputs=None, **options) -> DiffResult:
     A compiler that fails is recorded in it (``compiled_failed``), not raised. Options: see the module's doc.
     """
     o = _options(_DIFF_OPTIONS, options, "diff")
+    o["device"] = _run_device(program, inputs, o["device"])
     p = _program(program, inputs)
     return DiffResult(_pt2diff.diff(p, inputs, o))
 
@@ -189,6 +232,7 @@ def explain(program, inputs=None, *, node: str, to: str | None = None, **options
     Takes the compiler, rule and input options of :func:`diff`. Returns an :class:`Explanation`.
     """
     o = _options(_EXPLAIN_OPTIONS, options, "explain")
+    o["device"] = _run_device(program, inputs, o["device"])
     p = _program(program, inputs)
     hints_json, hints_text = _pt2diff.explain(p, inputs, node, to or "", o)
     what = f"node {node} alone" if not to else f"window {node} .. {to}"
@@ -203,6 +247,7 @@ def sweep(program, inputs=None, **options) -> SweepResult:
     Takes the compiler, rule and input options of :func:`diff`, and ``exploded``.
     """
     o = _options(_SWEEP_OPTIONS, options, "sweep")
+    o["device"] = _run_device(program, inputs, o["device"])
     tols = o.pop("tol")
     if not isinstance(tols, str):
         tols = ",".join(repr(float(t)) for t in tols)
@@ -217,4 +262,5 @@ def sweep(program, inputs=None, **options) -> SweepResult:
 def cli_flags(program, inputs=None, **options) -> list[str]:
     """The flags after ``pt2diff GRAPH INPUTS`` that run the CLI with these options (options.h: to_flags)."""
     o = _options(_DIFF_OPTIONS, options, "cli_flags")
+    o["device"] = _run_device(program, inputs, o["device"])
     return _pt2diff.cli_flags(_program(program, inputs), o)

@@ -99,7 +99,7 @@ TEST(Inputs, ATensorOffTheCpuIsRefused) {
   UserInputs in;
   in.origin = "meta";
   in.args.push_back(at::empty({4, 32}, at::TensorOptions().device(at::kMeta)));
-  EXPECT_HAS(bind_error(p, in), "input 'x' is on meta: pt2diff runs graphs on the CPU");
+  EXPECT_HAS(bind_error(p, in), "input 'x' is on meta: pt2diff runs graphs on the CPU or a CUDA GPU");
 }
 
 TEST(Inputs, DynamicDimsAreCheckedAgainstTheirRange) {
