@@ -69,6 +69,8 @@ check 1 "TF32 and matmul precision reach the worker's CUDA kernels" \
   "$PYTHON" "$ROOT/tests/device/tf32_settings_cuda.py"
 check 1 "Python on the GPU: a bf16 model and its inputs on cuda diffed in memory (clean, a planted fault, the CLI beside it, device errors)" \
   env PYTHONPATH="$BUILD/python" "$PYTHON" "$ROOT/tests/device/python_cuda.py" "$cli"
+check 1 "capture on the GPU: a bf16 decoder through the capture backend and an fp16-autocast conv net through export_module, diagnosed on the GPU and with none visible" \
+  "$PYTHON" "$ROOT/tests/device/capture_cuda.py" "$cli"
 check 3 "the node verdict on CUDA: GPU-exported bf16 and fp16 models clean at every node, planted absorbed bugs flagged and named" \
   "$PYTHON" "$ROOT/tests/device/node_verdict_cuda.py" "$cli" "$fixtures"
 

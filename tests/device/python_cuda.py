@@ -23,52 +23,10 @@ import tempfile
 import time
 
 import torch
-import torch.nn.functional as F
 
 import pt2diff
+from models_cuda import TinyDecoder
 from pt2diff.testing import assert_agrees
-
-
-class RMSNorm(torch.nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.weight = torch.nn.Parameter(torch.ones(d))
-
-    def forward(self, x):
-        return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * self.weight
-
-
-class Block(torch.nn.Module):
-    def __init__(self, d, heads):
-        super().__init__()
-        self.heads = heads
-        self.norm1, self.norm2 = RMSNorm(d), RMSNorm(d)
-        self.qkv, self.proj = torch.nn.Linear(d, 3 * d, bias=False), torch.nn.Linear(d, d, bias=False)
-        self.gate, self.up, self.down = (torch.nn.Linear(d, 2 * d, bias=False), torch.nn.Linear(d, 2 * d, bias=False),
-                                         torch.nn.Linear(2 * d, d, bias=False))
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).split(d, dim=-1)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
-        x = x + self.proj(a)
-        h = self.norm2(x)
-        return x + self.down(F.silu(self.gate(h)) * self.up(h))
-
-
-class TinyDecoder(torch.nn.Module):
-    def __init__(self, vocab=512, d=128, heads=4, layers=2):
-        super().__init__()
-        self.embed = torch.nn.Embedding(vocab, d)
-        self.blocks = torch.nn.ModuleList(Block(d, heads) for _ in range(layers))
-        self.norm, self.head = RMSNorm(d), torch.nn.Linear(d, vocab, bias=False)
-
-    def forward(self, ids):
-        x = self.embed(ids)
-        for blk in self.blocks:
-            x = blk(x)
-        return self.head(self.norm(x))
 
 
 failures = 0
