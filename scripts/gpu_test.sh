@@ -3,7 +3,7 @@
 #
 #   scripts/gpu_test.sh --python /path/to/python   build against that Python's torch (a CUDA wheel, 2.11-2.14)
 #                                                  as is, then run every GPU check; PT2DIFF_PYTHON works too
-#   scripts/gpu_test.sh --part N [--python ...]    only part N (1, 2 or 3) of the checks: each part, with the
+#   scripts/gpu_test.sh --part N [--python ...]    only part N (1 to 4) of the checks: each part, with the
 #                                                  build, fits in one 10-minute command on an H200
 #   scripts/gpu_test.sh --list                     the parts and their checks
 #
@@ -17,14 +17,14 @@ while (($#)); do
   case "$1" in
     --python) export PT2DIFF_PYTHON=${2:?"--python needs the path of a Python that has a CUDA torch"}; shift ;;
     --python=*) export PT2DIFF_PYTHON=${1#--python=} ;;
-    --part) PART=${2:?"--part needs 1, 2 or 3"}; shift ;;
+    --part) PART=${2:?"--part needs 1, 2, 3 or 4"}; shift ;;
     --part=*) PART=${1#--part=} ;;
     --list) LIST=1 ;;
     *) echo "gpu_test.sh: unknown argument '$1' (--python PATH, --part N, --list)" >&2; exit 2 ;;
   esac
   shift
 done
-case "$PART" in ""|1|2|3) ;; *) echo "gpu_test.sh: --part $PART: the parts are 1, 2 and 3 (--list)" >&2; exit 2 ;; esac
+case "$PART" in ""|1|2|3|4) ;; *) echo "gpu_test.sh: --part $PART: the parts are 1 to 4 (--list)" >&2; exit 2 ;; esac
 PYTHON=${PT2DIFF_PYTHON:-$(command -v python3)}
 export PT2DIFF_PYTHON=$PYTHON
 BUILD=${PT2DIFF_BUILD_DIR:-$ROOT/build}
@@ -67,9 +67,14 @@ check 2 "the smallest eager set on Triton: found, verified, and the printed torc
   "$PYTHON" "$ROOT/tests/engine/localize/workaround.py" "$cli" "$fixtures"
 check 1 "TF32 and matmul precision reach the worker's CUDA kernels" \
   "$PYTHON" "$ROOT/tests/device/tf32_settings_cuda.py"
-check 1 "Python on the GPU: a bf16 model and its inputs on cuda diffed in memory (clean, a planted fault, the CLI beside it, device errors)" \
+check 4 "Python on the GPU: a bf16 model and its inputs on cuda diffed in memory (clean, a planted fault, the CLI beside it, device errors)" \
   env PYTHONPATH="$BUILD/python" "$PYTHON" "$ROOT/tests/device/python_cuda.py" "$cli"
-check 1 "capture on the GPU: a bf16 decoder through the capture backend and an fp16-autocast conv net through export_module, diagnosed on the GPU and with none visible" \
+pytest_example() {  # pytest is the user's: without it in that Python the check says so and is not counted
+  "$PYTHON" -c "import pytest" 2>/dev/null || { echo "skipped: $PYTHON has no pytest"; return 0; }
+  PT2DIFF_DEVICE=cuda "$ROOT/tests/python/pytest_example.sh" "$PYTHON" "$BUILD/python" "$ROOT"
+}
+check 4 "the pytest example with its model and inputs on cuda: passes clean, fails naming the op on a planted fault" pytest_example
+check 4 "capture on the GPU: a bf16 decoder through the capture backend and an fp16-autocast conv net through export_module, diagnosed on the GPU and with none visible" \
   "$PYTHON" "$ROOT/tests/device/capture_cuda.py" "$cli"
 check 3 "the node verdict on CUDA: GPU-exported bf16 and fp16 models clean at every node, planted absorbed bugs flagged and named" \
   "$PYTHON" "$ROOT/tests/device/node_verdict_cuda.py" "$cli" "$fixtures"

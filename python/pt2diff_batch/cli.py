@@ -14,7 +14,7 @@ from .cases import SourceError, assign_keys, discover
 from .executors import run_local, run_ray
 from .progress import Progress
 from .rows import occurrence
-from .runner import RESERVED_FLAGS, CaseConfig, MemoryGate, available_memory, kill_running
+from .runner import RESERVED_FLAGS, CaseConfig, GpuSlots, MemoryGate, available_memory, kill_running, visible_gpus
 from .store import Store, StoreError, write_atomic
 
 GIB = 1 << 30
@@ -52,7 +52,9 @@ def parser():
     p.add_argument("--resume", action="store_true", help="continue the batch in DIR: finished cases are kept, the rest run")
     p.add_argument("--ray", metavar="ADDRESS", help="run the cases as Ray tasks on the cluster at ADDRESS ('auto': this machine's)")
     p.add_argument("--ray-cpus", type=float, default=1, help="CPUs each Ray task asks for (default 1)")
-    p.add_argument("--ray-gpus", type=float, default=0, help="GPUs each Ray task asks for (default 0)")
+    p.add_argument("--ray-gpus", type=float, default=None,
+                   help="GPUs each Ray task asks for (default: 1 for a case that runs on a GPU when the cluster has GPUs, "
+                        "else 0)")
     p.add_argument("--ray-ship", action="store_true",
                    help="send archives and inputs through Ray's object store (default: every node reads the paths)")
     p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
@@ -124,7 +126,9 @@ def run(args, case_options):
         jobs = args.jobs or default_jobs()
         threads = args.threads_per_case or max(1, (os.cpu_count() or 1) // jobs)
     gate = None if args.ray else MemoryGate(args.case_memory)
-    config = CaseConfig(args.pt2diff, store.cache_dir, args.case_timeout, threads, gate)
+    # The local pool gives each GPU case one of this machine's GPUs (CUDA_VISIBLE_DEVICES); Ray gives its tasks theirs.
+    gpus = None if args.ray else (visible_gpus() or None)
+    config = CaseConfig(args.pt2diff, store.cache_dir, args.case_timeout, threads, gate, GpuSlots(gpus) if gpus else None)
 
     enabled = {"auto": None, "always": True, "never": False}[args.progress]
     progress = Progress(len(todo), enabled=enabled)

@@ -4,14 +4,16 @@ Both call runner.run_case() on a case and hand the row to `finish(case, attempt,
 publishes it (store.Store.publish) as soon as that case is done.
 """
 import concurrent.futures
+import json
 import os
 import shutil
 import socket
+import subprocess
 import tempfile
 import time
 
 from .rows import make_row
-from .runner import CaseConfig, run_case
+from .runner import CaseConfig, run_case, runs_on_gpu
 
 
 def _start(store, case):
@@ -74,11 +76,26 @@ def _read(path):
         return f.read()
 
 
-def run_ray(cases, store, config, address, finish, *, cpus=1, gpus=0, ship=False, on_start=None):
+def export_device(case, config):
+    """Where the case's graph was exported (`pt2diff inspect --json GRAPH`'s export_device), read on the driver
+    to choose a Ray task's resources; "cpu" when it cannot be read (the task then reports why)."""
+    if not case.graph:
+        return "cpu"
+    try:
+        run = subprocess.run([config.pt2diff, "inspect", "--json", case.graph], capture_output=True, text=True, timeout=120)
+        return json.loads(run.stdout).get("export_device", "cpu") if run.returncode == 0 else "cpu"
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return "cpu"
+
+
+def run_ray(cases, store, config, address, finish, *, cpus=1, gpus=None, ship=False, on_start=None):
     """Runs `cases` as Ray tasks on the cluster at `address` ("auto": the one this machine belongs to),
-    each asking for `cpus` CPUs and `gpus` GPUs. ship=False: every node reads the cases' paths (a shared
-    filesystem); ship=True: each archive and inputs file goes through Ray's object store (once per file).
-    The pt2diff binary must be at config.pt2diff on every node."""
+    each asking for `cpus` CPUs and `gpus` GPUs. gpus=None (the default): one GPU for a case that runs on a
+    GPU (its --device, else its export device) when the cluster has GPUs, none for the others; Ray then gives
+    the task its GPU in CUDA_VISIBLE_DEVICES, and runs at once as many GPU cases as the cluster has GPUs.
+    ship=False: every node reads the cases' paths (a shared filesystem); ship=True: each archive and inputs
+    file goes through Ray's object store (once per file). The pt2diff binary must be at config.pt2diff on
+    every node."""
     try:
         import ray
     except ImportError:
@@ -86,7 +103,13 @@ def run_ray(cases, store, config, address, finish, *, cpus=1, gpus=0, ship=False
     package = os.path.dirname(os.path.abspath(__file__))
     ray.init(address=address, runtime_env={"py_modules": [package]}, log_to_driver=False, logging_level="ERROR")
     try:
-        task = ray.remote(_remote_case).options(num_cpus=cpus, num_gpus=gpus, max_retries=0)
+        task = ray.remote(_remote_case)
+        cluster_gpus = ray.cluster_resources().get("GPU", 0)
+
+        def gpus_of(case):
+            if gpus is not None:
+                return gpus
+            return 1 if cluster_gpus >= 1 and runs_on_gpu(case.options, export_device(case, config)) else 0
         shipped = {}
 
         def ref(path):
@@ -105,7 +128,8 @@ def run_ray(cases, store, config, address, finish, *, cpus=1, gpus=0, ship=False
             if case.failure:  # nothing to send anywhere
                 finish(case, attempt, run_case(case, CaseConfig(**config_dict), attempt), None)
                 continue
-            pending[task.remote(case.to_dict(), config_dict, ref(case.graph), ref(case.inputs))] = (case, attempt)
+            pending[task.options(num_cpus=cpus, num_gpus=gpus_of(case), max_retries=0).remote(case.to_dict(), config_dict, ref(case.graph),
+                                                                ref(case.inputs))] = (case, attempt)
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             case, attempt = pending.pop(done[0])

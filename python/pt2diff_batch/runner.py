@@ -24,12 +24,13 @@ class CaseConfig:
     """What every case of a batch shares: the pt2diff binary, the Inductor cache, the case timeout (seconds,
     0 for none), the intra-op threads of each case (OMP_NUM_THREADS), and a memory gate (None: none)."""
 
-    def __init__(self, pt2diff, cache_dir, timeout, threads, gate=None):
+    def __init__(self, pt2diff, cache_dir, timeout, threads, gate=None, gpus=None):
         self.pt2diff = pt2diff
         self.cache_dir = cache_dir
         self.timeout = timeout
         self.threads = threads
         self.gate = gate
+        self.gpus = gpus  # GpuSlots of the local pool (None: Ray, which gives a task its GPU, or no GPU here)
 
     def to_dict(self):
         return {"pt2diff": self.pt2diff, "cache_dir": self.cache_dir, "timeout": self.timeout, "threads": self.threads}
@@ -67,6 +68,56 @@ class MemoryGate:
             self.reserved -= need
             self.running -= 1
             self._cond.notify_all()
+
+
+def visible_gpus(environ=None):
+    """The GPUs cases may use on this machine, as CUDA_VISIBLE_DEVICES names them: that variable's list when it
+    is set, else one index per GPU `nvidia-smi -L` lists, else none."""
+    environ = os.environ if environ is None else environ
+    if "CUDA_VISIBLE_DEVICES" in environ:
+        return [g.strip() for g in environ["CUDA_VISIBLE_DEVICES"].split(",") if g.strip() and not g.strip().startswith("-")]
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(l for l in listed.stdout.splitlines() if l.startswith("GPU "))] \
+        if listed.returncode == 0 else []
+
+
+def runs_on_gpu(options, export_device):
+    """Whether a case's diff runs on a GPU: its --device when given, else where its graph was exported (the CLI's
+    default device; `pt2diff inspect --json`'s export_device)."""
+    device = None
+    for i, o in enumerate(options):
+        if o == "--device" and i + 1 < len(options):
+            device = options[i + 1]
+        elif o.startswith("--device="):
+            device = o.split("=", 1)[1]
+    return (device or export_device or "cpu").startswith("cuda")
+
+
+class GpuSlots:
+    """One GPU per running GPU case: acquire() blocks until one of `gpus` is free and returns it (the case runs
+    with CUDA_VISIBLE_DEVICES set to it, so it sees that GPU as cuda:0); release() gives it back. At most as many
+    GPU cases run at once as there are GPUs; CPU cases do not wait here."""
+
+    def __init__(self, gpus):
+        self.free = list(gpus)
+        self._cond = threading.Condition()
+
+    def __bool__(self):
+        return True
+
+    def acquire(self):
+        with self._cond:
+            while not self.free:
+                self._cond.wait()
+            return self.free.pop(0)
+
+    def release(self, gpu):
+        with self._cond:
+            self.free.append(gpu)
+            self._cond.notify()
 
 
 def available_memory():
@@ -198,8 +249,16 @@ def run_case(case, config, workdir):
                         stderr=_tail(os.path.join(workdir, "inspect_stderr.txt")), seconds=0.0,
                         inspect_seconds=inspect_seconds, timeout=config.timeout, stage="inspect")
 
-    # 2. the diff, once its memory is free.
+    # 2. the diff, once its memory is free and, for a case that runs on a GPU, a GPU of its own (local pool; a Ray
+    # task that asked for one has it in CUDA_VISIBLE_DEVICES already).
     estimate = (inspect.get("memory") or {}).get("bytes", 0)
+    on_gpu = runs_on_gpu(case.options, inspect.get("export_device"))
+    gpu = config.gpus.acquire() if config.gpus and on_gpu else None
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    if on_gpu and env.get("CUDA_VISIBLE_DEVICES"):  # the case's GPU, in DIR/cases/KEY/run.json (not the row: it varies)
+        run["gpu"] = env["CUDA_VISIBLE_DEVICES"]
+    run["diff_started"] = time.time()
     need = config.gate.acquire(estimate) if config.gate else 0
     try:
         report_path = os.path.join(workdir, "report.json")
@@ -210,8 +269,13 @@ def run_case(case, config, workdir):
         with open(os.path.join(workdir, "stdout.txt"), "wb") as out, open(os.path.join(workdir, "stderr.txt"), "wb") as err:
             rc, timed_out, seconds = _run(cmd, config.timeout, env, out, err)
     finally:
+        run["diff_finished"] = time.time()  # before the GPU goes to the next case
         if config.gate:
             config.gate.release(need)
+        if gpu is not None:
+            config.gpus.release(gpu)
+        with open(os.path.join(workdir, "run.json"), "w") as f:
+            json.dump(run, f)
     report = None
     if not timed_out:
         try:

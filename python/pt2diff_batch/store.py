@@ -3,6 +3,7 @@
     DIR/batch.json                 what the batch was asked (sources, options): --resume checks it
     DIR/cases/KEY/row.json         a finished case's row: written last, atomically; its presence means done
     DIR/cases/KEY/report.json|html its pt2diff reports (also stdout.txt, stderr.txt, inspect.json)
+    DIR/cases/KEY/run.json         where and when its last run was: pid, host, the diff's start and end, its GPU
     DIR/cases/KEY/runs.jsonl       one line per time the case was started (pid, host, time)
     DIR/cases/KEY/attempt-*/       a case being run; left behind by an interrupted run, removed by --resume
     DIR/inductor-cache/            the Inductor cache every case shares
@@ -12,7 +13,7 @@ import json
 import os
 import shutil
 
-PUBLISHED = ("report.json", "report.html", "stdout.txt", "stderr.txt", "inspect.json", "inspect_stderr.txt")
+PUBLISHED = ("report.json", "report.html", "stdout.txt", "stderr.txt", "inspect.json", "inspect_stderr.txt", "run.json")
 
 
 class StoreError(Exception):

@@ -3,7 +3,8 @@
 # pass) and with a planted fault (the two assert_agrees tests must fail, naming the op, its source line,
 # the hint and the repro command). Usage: pytest_example.sh PYTHON PACKAGE_DIR SOURCE_DIR
 # (PACKAGE_DIR: where `import pt2diff` finds the package, BUILD/python). Exit 77 (skipped) without pytest:
-# it is a test extra, which scripts/test.sh installs.
+# it is a test extra, which scripts/test.sh installs. PT2DIFF_DEVICE=cuda (scripts/gpu_test.sh) runs the
+# example with its model and inputs on the GPU, and checks the runs were there.
 set -euo pipefail
 python=$1 package=$2 src=$3
 if ! "$python" -c "import pytest" 2>/dev/null; then

@@ -2,10 +2,12 @@
 the test prints the op that diverges, its source line, the hint and the numbers.
 
     pytest docs/examples/pytest                                       # Inductor on CPU
+    PT2DIFF_DEVICE=cuda pytest docs/examples/pytest                   # the model and inputs on a GPU
     PT2DIFF_COMPILED=fault:linear:scale=0.05 pytest docs/examples/pytest   # what a failure looks like
 
-PT2DIFF_COMPILED picks the compiled side (default: Inductor on CPU); "fault:linear:scale=0.05" plants a
-wrong result in the first linear layer, without a compiler.
+PT2DIFF_COMPILED picks the compiled side (default: Inductor); "fault:linear:scale=0.05" plants a wrong
+result in the first linear layer, without a compiler. PT2DIFF_DEVICE is where the model and its inputs live
+("cpu" by default): pt2diff runs where they are.
 """
 
 import os
@@ -19,6 +21,7 @@ import pt2diff
 from pt2diff.testing import assert_agrees
 
 COMPILED = os.environ.get("PT2DIFF_COMPILED", "inductor")
+DEVICE = os.environ.get("PT2DIFF_DEVICE", "cpu")
 
 
 class TinyMLP(nn.Module):
@@ -34,7 +37,7 @@ class TinyMLP(nn.Module):
 @pytest.fixture
 def model_and_inputs():
     torch.manual_seed(0)
-    return TinyMLP().eval(), (torch.randn(8, 32),)
+    return TinyMLP().to(DEVICE).eval(), (torch.randn(8, 32, device=DEVICE),)
 
 
 def test_module_compiles_faithfully(model_and_inputs, tmp_path):
@@ -51,10 +54,11 @@ def test_exported_program_on_random_inputs(model_and_inputs):
     result = assert_agrees(ep, random_inputs=True, seed=1, compiled=COMPILED)
     assert result.verdict == "agree"
     assert all(o["pass"] for o in result.outputs)
+    assert result.devices.native.startswith(DEVICE)  # the runs were where the model lives
 
 
 def test_errors_are_exceptions(model_and_inputs):
     # Inputs that do not match the graph: the CLI's line, as an exception (assert_agrees fails with it).
     model, inputs = model_and_inputs
     with pytest.raises(pt2diff.BadInputsError, match=r"input 'x' has shape \[8, 31\], the graph expects float32\[8, 32\]"):
-        pt2diff.diff(torch.export.export(model, inputs), (torch.randn(8, 31),), compiled=COMPILED)
+        pt2diff.diff(torch.export.export(model, inputs), (torch.randn(8, 31, device=DEVICE),), compiled=COMPILED)
