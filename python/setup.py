@@ -3,8 +3,10 @@
     pip install --no-build-isolation ./python          # from a clone, into the venv that has torch
 
 pt2diff is built against the torch of the Python that runs pip, so build isolation (a fresh environment
-without that torch) is off. The CMake build goes to setuptools' build folder, or to $PT2DIFF_BUILD_DIR
-(an existing build tree: only what changed is rebuilt). $PT2DIFF_NATIVE_MODULE names a module CMake has
+without that torch) is off. The CMake build goes to $PT2DIFF_BUILD_DIR when set (an existing build tree: only
+what changed is rebuilt), else to a tree kept between installs, one per source tree, Python and torch
+(~/.cache/pt2diff/pip-build/HASH, under $XDG_CACHE_HOME when set): a second install with nothing changed
+compiles nothing. $PT2DIFF_NATIVE_MODULE names a module CMake has
 already built (scripts/setup.sh: it builds first, then installs with it); nothing is compiled then.
 $PT2DIFF_NO_NATIVE_MODULE=1 installs the pure-Python packages only (`import pt2diff` then says what is missing).
 Metadata and the pure-Python packages are in pyproject.toml.
@@ -28,6 +30,15 @@ class CMakeModule(Extension):
         super().__init__("pt2diff._pt2diff", sources=[])
 
 
+def kept_build_dir(torch_version: str) -> str:
+    """The CMake tree pip installs build in, kept between installs: pip's own build folder is new each time, so
+    a reinstall would compile everything again. One per source tree, Python and torch version."""
+    import hashlib
+    key = hashlib.sha256("\0".join([ROOT, sys.executable, torch_version]).encode()).hexdigest()[:16]
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "pt2diff", "pip-build", key)
+
+
 class BuildWithCMake(build_ext):
     def build_extension(self, ext):
         target = self.get_ext_fullpath(ext.name)
@@ -42,7 +53,7 @@ class BuildWithCMake(build_ext):
         except ImportError:
             sys.exit("pt2diff: this Python has no torch: pt2diff builds against the torch of the Python that runs pip; "
                      "install torch, then pip install --no-build-isolation ./python")
-        build = os.environ.get("PT2DIFF_BUILD_DIR") or os.path.abspath(os.path.join(self.build_temp, "cmake"))
+        build = os.environ.get("PT2DIFF_BUILD_DIR") or kept_build_dir(torch.__version__)
         if not os.path.isfile(os.path.join(build, "CMakeCache.txt")):
             generator = ["-G", "Ninja"] if shutil.which("ninja") else []
             subprocess.check_call(["cmake", "-S", ROOT, "-B", build, *generator, "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
