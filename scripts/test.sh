@@ -67,7 +67,11 @@ if [[ "${PT2DIFF_SKIP_SANITIZE:-0}" != 1 ]]; then
   if [[ ! -f "$ASAN_BUILD/build.ninja" ]]; then
     # Line tables only (-g1), as the main build: ASan and UBSan reports keep file:line, and full -g about
     # doubles the compile time of the template-heavy files (this build is a large part of the test command).
-    cmake -S "$ROOT" -B "$ASAN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" \
+    # clang when it is there (scripts/fuzz.sh installs it): at -O0 with ASan and UBSan it compiles the engine's
+    # files 1.6-1.8x faster than GCC (docs/testing.md); its sanitizers are the same ones.
+    sanitizer_cxx=()
+    command -v clang++ >/dev/null && sanitizer_cxx=(-DCMAKE_CXX_COMPILER=clang++)
+    cmake -S "$ROOT" -B "$ASAN_BUILD" -G Ninja "${sanitizer_cxx[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" \
           -DPT2DIFF_SANITIZE=ON -DPT2DIFF_BUILD_BENCH=OFF -DPT2DIFF_PYTHON="$PYTHON" >/dev/null
   fi
   cmake --build "$ASAN_BUILD" --target loader_tests pt2diff_cli
