@@ -48,7 +48,10 @@ say "building the fuzz targets"
 cmake --build "$FUZZ" --target "${targets[@]}"
 
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-for target in "${targets[@]}"; do
+# Each target is one single-threaded libFuzzer process: the targets run side by side (one core each), each
+# with its own log; the script fails when either does.
+fuzz_target() {  # TARGET: replay its kept crashes, then fuzz it; exit 1 on a finding
+  local target=$1 seeds dict runs extra kept corpus artifacts limit rc
   case "$target" in
     archive_fuzzer) seeds=("$ROOT"/fixtures/*.pt2 "$ROOT"/fixtures/malformed/*.pt2 "$ROOT"/fixtures/torch-*/*.pt2); dict=archive.dict
                     runs=${RUNS:-20000}
@@ -60,7 +63,7 @@ for target in "${targets[@]}"; do
   kept=("$ROOT/tests/fuzz/crashes/$target"/*)
   if [[ -e "${kept[0]}" ]]; then
     say "$target: replaying ${#kept[@]} kept crashes"
-    "$FUZZ/$target" "${kept[@]}" > "$FUZZ/$target.replay.log" 2>&1 || { echo "fuzz.sh: a kept crash of $target fails again: $FUZZ/$target.replay.log"; exit 1; }
+    "$FUZZ/$target" "${kept[@]}" > "$FUZZ/$target.replay.log" 2>&1 || { echo "fuzz.sh: a kept crash of $target fails again: $FUZZ/$target.replay.log"; return 1; }
   fi
   corpus=$FUZZ/corpus/$target artifacts=$FUZZ/artifacts/$target
   mkdir -p "$artifacts"
@@ -77,6 +80,14 @@ for target in "${targets[@]}"; do
   set -e
   grep -E "^#[0-9]+ +(DONE|INITED)|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss|ERROR|SUMMARY|not a pt2diff" \
     "$FUZZ/$target.log" | tail -8 || true
-  ((rc == 0)) || { echo "fuzz.sh: $target found a problem (exit $rc): see $FUZZ/$target.log and $artifacts"; exit 1; }
+  ((rc == 0)) || { echo "fuzz.sh: $target found a problem (exit $rc): see $FUZZ/$target.log and $artifacts"; return 1; }
+}
+pids=()
+for target in "${targets[@]}"; do
+  fuzz_target "$target" &
+  pids+=($!)
 done
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+((failed == 0)) || exit 1
 say "fuzzing: no crash, no stray exception"
