@@ -18,7 +18,16 @@ import subprocess
 import sys
 import tempfile
 
-import torch
+# torch.compile in this process gets an Inductor cache of its own, per run: Inductor's default one
+# (/tmp/torchinductor_$USER) is not keyed by ATEN_CPU_CAPABILITY, so a graph compiled there under one
+# capability is reused under another (seen: under "default" after a native avx2 run, the cached kernels
+# used at::vec, which the default build does not declare: a C++ compile error). pt2diff's worker keeps
+# its own cache per capability (pt2diff_worker.cli.inductor_cache_dir) and does not get this one.
+_OWN_CACHE = tempfile.TemporaryDirectory(prefix="pt2diff-agreement-inductor-")
+_WORKER_ENV = dict(os.environ)
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = _OWN_CACHE.name
+
+import torch  # noqa: E402
 
 
 def user_call(inputs, ep):
@@ -61,7 +70,7 @@ def main():
             saved, report = os.path.join(tmp, name + "_outputs.pt"), os.path.join(tmp, name + ".json")
             deterministic = ["--inductor-config", "deterministic=True"] if device != "cpu" else []
             run = subprocess.run([pt2diff, graph, inputs_file, "--save-outputs", saved, "--json", report, "--device", device,
-                                  *deterministic], capture_output=True, text=True)
+                                  *deterministic], capture_output=True, text=True, env=_WORKER_ENV)
             if run.returncode not in (0, 1):
                 print(f"{name}: pt2diff exited {run.returncode}: {run.stderr.strip()}")
                 failures += 1
