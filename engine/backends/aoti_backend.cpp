@@ -1,7 +1,12 @@
-// engine/backends/aoti_backend.cpp — "aoti:PACKAGE.pt2": a user's AOTInductor package, run in-process
-// and compared at the graph outputs (a package is one compiled program: it has no regions). The only
-// file that includes the AOTI loader.
+// engine/backends/aoti_backend.cpp — "aoti:PACKAGE.pt2": a user's AOTInductor package, run in-process on
+// the device it was built for (cpu or cuda) and compared at the graph outputs (a package is one compiled
+// program: it has no regions). Its device type and CPU ISA are checked when the backend is made, its
+// input guards before every run (aoti_guards.h). The only file that includes the AOTI loader.
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+#include <unistd.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,6 +15,9 @@
 #include <sstream>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 
+#include <ATen/Context.h>
+
+#include "engine/backends/aoti_guards.h"
 #include "engine/backends/backends.h"
 #include "graphs/archive.h"
 #include "pt2diff/error.h"
@@ -49,32 +57,84 @@ std::string isa_problem(const std::string& isa) {
                      fmt::join(missing, ", "));
 }
 
+/// Runs `body` with the process's stderr going to a file, then writes what it caught back to stderr and
+/// returns it: AOTInductor's runtime prints a package's own error (its input guards' "input_handles[0]:
+/// unmatched dim value ...") there and throws only "run_func_(...) API call failed".
+template <typename F>
+std::string with_stderr_caught(F&& body) {
+  std::fflush(stderr);
+  std::FILE* sink = std::tmpfile();
+  const int saved = sink ? ::dup(STDERR_FILENO) : -1;
+  if (saved < 0) {
+    if (sink) std::fclose(sink);
+    body();
+    return "";
+  }
+  ::dup2(::fileno(sink), STDERR_FILENO);
+  auto restore = [&] {
+    std::fflush(stderr);
+    ::dup2(saved, STDERR_FILENO);
+    ::close(saved);
+    std::string caught;
+    std::rewind(sink);
+    for (int c; (c = std::fgetc(sink)) != EOF;) caught += static_cast<char>(c);
+    std::fclose(sink);
+    std::fputs(caught.c_str(), stderr);
+    return caught;
+  };
+  try {
+    body();
+  } catch (...) {
+    restore();
+    throw;
+  }
+  return restore();
+}
+
 class PackageRegion final : public CompiledRegion {
  public:
-  PackageRegion(torch::inductor::AOTIModelPackageLoader& loader, const Program& program, RegionSpec region)
-      : loader_(loader), program_(program), region_(std::move(region)) {}
+  PackageRegion(torch::inductor::AOTIModelPackageLoader& loader, const Program& program, RegionSpec region, std::string package,
+                std::string device_type)
+      : loader_(loader), program_(program), region_(std::move(region)), package_(std::move(package)), device_type_(std::move(device_type)) {}
 
   std::vector<c10::IValue> run(const std::vector<c10::IValue>& inputs) override {
     const Graph& g = program_.ir.graph;
     // The package holds its weights: it takes the user inputs only, in signature order.
     std::vector<at::Tensor> user;
-    for (const InputSpec& spec : program_.ir.input_specs) {
-      if (spec.kind != InputSpec::Kind::UserInput) continue;
-      for (ValueId v : spec.arg.values()) {
-        auto it = std::find(region_.inputs.begin(), region_.inputs.end(), v);
-        const c10::IValue& value = inputs.at(static_cast<size_t>(it - region_.inputs.begin()));
-        if (!value.isTensor())
-          throw BackendFailure(BackendFailure::Kind::Unusable,
-                               fmt::format("input '{}' is a {}: AOTInductor packages take tensors only", g.value(v).name, value.tagKind()));
-        user.push_back(value.toTensor());
-      }
+    for (ValueId v : package_input_values(program_)) {
+      auto it = std::find(region_.inputs.begin(), region_.inputs.end(), v);
+      const c10::IValue& value = inputs.at(static_cast<size_t>(it - region_.inputs.begin()));
+      if (!value.isTensor())
+        throw BackendFailure(BackendFailure::Kind::Unusable,
+                             fmt::format("input '{}' is a {}: AOTInductor packages take tensors only", g.value(v).name, value.tagKind()));
+      user.push_back(value.toTensor());
     }
+    // AOTI's own checklist, done before the package runs: every violation, each naming its input.
+    if (const auto broken = package_guard_violations(program_, user, device_type_); broken.size() == 1)
+      throw BackendFailure(BackendFailure::Kind::Unusable, fmt::format("the inputs break {}'s compile-time guards: {}", package_, broken[0]));
+    else if (!broken.empty())  // one line each, where AOTI_RUNTIME_CHECK_INPUTS=1 stops at the first
+      throw BackendFailure(BackendFailure::Kind::Unusable, fmt::format("the inputs break {}'s compile-time guards ({} violations):\n    {}",
+                                                                       package_, broken.size(), fmt::join(broken, "\n    ")));
     const auto start = std::chrono::steady_clock::now();
     std::vector<at::Tensor> out;
-    try {
-      out = loader_.run(user);
-    } catch (const std::exception& e) {
-      throw BackendFailure(BackendFailure::Kind::RunFailed, fmt::format("the AOTInductor package failed: {}", first_line(e.what())));
+    std::string failure;
+    const std::string printed = with_stderr_caught([&] {
+      try {
+        out = loader_.run(user);
+      } catch (const std::exception& e) {
+        failure = first_line(e.what());
+      }
+    });
+    if (!failure.empty()) {
+      // The package's guards (AOTI_RUNTIME_CHECK_INPUTS, set by pt2diff) refuse inputs the archive accepts
+      // when the package was built from another export of the model: name the input.
+      static const std::regex guard(R"((input_handles\[\d+\]:[^\n]*))");
+      std::smatch m;
+      if (std::regex_search(printed, m, guard))
+        throw BackendFailure(BackendFailure::Kind::Unusable,
+                             fmt::format("the package's own input check refused the inputs: {} (was it built from this "
+                                         "program? rebuild it from this archive)", name_package_guard_failure(m[1].str(), program_)));
+      throw BackendFailure(BackendFailure::Kind::RunFailed, fmt::format("the AOTInductor package failed: {}", failure));
     }
     last_run_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // It returns the user outputs; buffer mutations and the like stay inside it (None: not compared).
@@ -97,14 +157,46 @@ class PackageRegion final : public CompiledRegion {
   torch::inductor::AOTIModelPackageLoader& loader_;
   const Program& program_;
   RegionSpec region_;
+  std::string package_, device_type_;
 };
 
 class AotiBackend final : public Backend {
  public:
+  /// Reads the package's metadata and checks it can run here before anything runs: an AOTI package is
+  /// built for one device type (and, on the CPU, one vector ISA), and AOTI's guide has its users check
+  /// that first.
   AotiBackend(std::string package, const Program& program, const BackendOptions& options)
       : package_(std::move(package)), program_(program), options_(options) {
     if (!std::filesystem::exists(package_))
       throw Error(Error::Kind::Usage, fmt::format("--compiled aoti:{}: no such file", package_));
+    std::unordered_map<std::string, std::string> meta;
+    try {
+      meta = torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(package_, "model");
+    } catch (const std::exception& e) {
+      throw Error(Error::Kind::Usage, fmt::format("{} is not an AOTInductor package ({}): make one with "
+                                                  "torch._inductor.aoti_compile_and_package", package_, first_line(e.what())));
+    }
+    device_type_ = meta.count("AOTI_DEVICE_KEY") ? meta["AOTI_DEVICE_KEY"] : "cpu";
+    const at::Device run_device(options_.device);
+    const std::string run_type = c10::DeviceTypeName(run_device.type(), /*lower_case=*/true);
+    if (device_type_ != run_type)
+      throw Error(Error::Kind::Usage,
+                  fmt::format("{} was compiled for {} and this run is on {}: {}", package_, device_type_, options_.device,
+                              device_type_ == "cuda" ? "run with --device cuda on a machine with a GPU, or rebuild the package from a "
+                                                       "program exported on the CPU"
+                                                     : "run with --device cpu, or rebuild the package from a program exported on "
+                                                       "the GPU (aoti_compile_and_package on a cuda export)"));
+    if (device_type_ == "cuda" && !at::hasCUDA())
+      throw Error(Error::Kind::Usage, fmt::format("{} was compiled for cuda and this pt2diff's libtorch has no CUDA (or no GPU is "
+                                                  "visible): build pt2diff against a CUDA torch wheel on a GPU machine", package_));
+    if (device_type_ == "cpu")
+      if (std::string why = isa_problem(meta.count("AOTI_CPU_ISA") ? meta["AOTI_CPU_ISA"] : ""); !why.empty())
+        throw Error(Error::Kind::Usage, fmt::format("{} cannot run here: {}", package_, why));
+    device_index_ = run_device.has_index() ? run_device.index() : -1;
+    // The package's own guards too (AOTI_RUNTIME_CHECK_INPUTS, read once per package at its first run):
+    // they catch inputs the archive accepts when the package was built from another export. A user's
+    // own setting (0 included) is kept.
+    ::setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0);
   }
   std::string name() const override { return "aoti: " + package_; }
   bool compiles_regions() const override { return false; }
@@ -114,34 +206,22 @@ class AotiBackend final : public Backend {
       throw BackendFailure(BackendFailure::Kind::Unusable, "an AOTInductor package runs the whole graph only");
     const auto start = std::chrono::steady_clock::now();
     if (!loader_) {
-      std::unordered_map<std::string, std::string> meta;
       try {
-        meta = torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(package_, "model");
-      } catch (const std::exception& e) {
-        throw BackendFailure(BackendFailure::Kind::Unusable,
-                             fmt::format("{} is not an AOTInductor package ({}): make one with "
-                                         "torch._inductor.aoti_compile_and_package", package_, first_line(e.what())));
-      }
-      const std::string device = meta.count("AOTI_DEVICE_KEY") ? meta["AOTI_DEVICE_KEY"] : "cpu";
-      if (device != "cpu")
-        throw BackendFailure(BackendFailure::Kind::Unusable,
-                             fmt::format("{} was compiled for {} and this pt2diff runs packages on CPU only", package_, device));
-      if (std::string why = isa_problem(meta.count("AOTI_CPU_ISA") ? meta["AOTI_CPU_ISA"] : ""); !why.empty())
-        throw BackendFailure(BackendFailure::Kind::Unusable, fmt::format("{} cannot run here: {}", package_, why));
-      try {
-        loader_ = std::make_unique<torch::inductor::AOTIModelPackageLoader>(package_, "model");
+        loader_ = std::make_unique<torch::inductor::AOTIModelPackageLoader>(package_, "model", false, 1, device_index_);
       } catch (const std::exception& e) {
         throw BackendFailure(BackendFailure::Kind::Unusable, fmt::format("cannot load {}: {}", package_, first_line(e.what())));
       }
     }
     last_compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return std::make_unique<PackageRegion>(*loader_, program_, region);
+    return std::make_unique<PackageRegion>(*loader_, program_, region, package_, device_type_);
   }
 
  private:
   std::string package_;
   const Program& program_;
   BackendOptions options_;
+  std::string device_type_;
+  c10::DeviceIndex device_index_ = -1;
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader_;
 };
 

@@ -3,6 +3,7 @@
 // compiled local error of every node, in one compile, and which nodes fail the rule alone (suspects).
 #include <unordered_map>
 
+#include "engine/diff/node_ratio.h"
 #include "engine/diff/stages.h"
 
 namespace pt2diff {
@@ -52,7 +53,7 @@ void compile_exploded(RunState& s) {
       ne.compiled_local_ulp = std::max(ne.compiled_local_ulp, ve.compiled_local.exact_kind ? 0.0 : ve.compiled_local.max_ulp);
       if (!ve.compiled_local.exact_kind) {
         ne.compiled_local_relative = std::max(ne.compiled_local_relative, relative_rmse(ve.compiled_local));
-        ne.compiled_vs_eager = std::max(ne.compiled_vs_eager, error_ratio(ve.compiled_local, ve.local));
+        ne.compiled_vs_eager = std::max(ne.compiled_vs_eager, compiled_local_ratio(s, g.nodes()[k], ve));
       }
     }
   }

@@ -1,6 +1,7 @@
 // engine/diff/judge_nodes.cpp — stage judge_nodes: the node verdict. Every node's compiled local error (the
 // exploded compile: the op alone through the compiler, fed fp64 values rounded to its input dtypes) against
-// eager's local error on the same inputs, floored at the dtype's rounding (error_ratio()). A node that
+// eager's local error on the same inputs, floored at the dtype's rounding (error_ratio()) and, for sums,
+// at what a serial loop over the same terms makes (compiled_local_ratio()). A node that
 // stands out is evidence of a compiler bug whatever the outputs say: residual streams and norms shrink a
 // 5% error at one op to nothing at the outputs (docs/verdicts.md, "Node evidence"). No compile: the
 // exploded compile already ran.
@@ -10,6 +11,7 @@
 #include <map>
 #include <string_view>
 
+#include "engine/diff/node_ratio.h"
 #include "engine/diff/stages.h"
 
 namespace pt2diff {
@@ -40,7 +42,8 @@ void judge_nodes(RunState& s) {
   // The same op at the same shape stands out at several nodes (one lowering used in every layer): one
   // finding, named by its first node in graph order.
   std::map<std::string, size_t> finding_of;  // op + dtype + shape -> index in nv.findings
-  for (const NodeError& ne : r.nodes) {
+  for (size_t k = 0; k < r.nodes.size(); ++k) {  // r.nodes[k] is the graph's k-th node
+    const NodeError& ne = r.nodes[k];
     if (undefined_values(ne.target) ||
         std::find(r.random_nodes.begin(), r.random_nodes.end(), ne.name) != r.random_nodes.end())
       continue;  // random ops draw other streams when compiled; their values are not the compiler's error
@@ -50,7 +53,7 @@ void judge_nodes(RunState& s) {
       if (!ve.compared || !ve.has_compiled_local || ve.local.exact_kind) continue;
       if (!std::isfinite(ve.local.rmse) || ve.local.ref_nan + ve.local.ref_inf > 0) continue;  // eager or fp64 not finite: no scale to judge at
       ++nv.judged;
-      const double ratio = error_ratio(ve.compiled_local, ve.local);
+      const double ratio = compiled_local_ratio(s, s.program.ir.graph.nodes()[k], ve);
       if (ratio > worst_ratio) {
         worst_ratio = ratio;
         worst = &ve;

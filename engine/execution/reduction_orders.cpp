@@ -2,6 +2,9 @@
 // kernel on flipped or sliced inputs, so every alternative uses the same library code as eager.
 #include "engine/execution/reduction_orders.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <ATen/ops/zeros_like.h>
 #include <fmt/format.h>
 
@@ -110,6 +113,26 @@ int64_t reduction_length(const Node& n, const std::vector<c10::IValue>& in) {
   }
   if (is_softmax(op)) return tensor_at(in, 0, n).size(int_argument(n, "dim", -1));
   return 0;
+}
+
+std::optional<double> serial_sum_error(const Node& n, const at::Tensor& x, double u) {
+  const std::string op = reduction_op_name(n);
+  if ((op != "sum" && op != "mean") || !x.defined() || !x.is_floating_point()) return std::nullopt;
+  const std::vector<int64_t> reduced = reduced_dims(n, x);
+  std::vector<int64_t> order;  // kept dims first, the reduced ones last: rows of [outputs, N]
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (std::find(reduced.begin(), reduced.end(), d) == reduced.end()) order.push_back(d);
+  int64_t length = 1;
+  for (int64_t d : reduced) {
+    if (d < 0 || d >= std::max<int64_t>(x.dim(), 1)) return std::nullopt;
+    if (x.dim() > 0) order.push_back(d), length *= x.size(d);
+  }
+  if (x.numel() == 0 || length <= 1) return 0.0;
+  const at::Tensor rows = x.to(at::kDouble).permute(order).reshape({-1, length});
+  const at::Tensor partial = rows.cumsum(1).narrow(1, 1, length - 1);  // the sums each addition rounds
+  double error = u / std::sqrt(3.0) * partial.square().sum(1).mean().sqrt().item<double>();
+  if (op == "mean") error /= static_cast<double>(length);
+  return error;
 }
 
 std::vector<c10::IValue> reversed_order(const Node& n, NodeCall& call) {

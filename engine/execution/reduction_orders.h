@@ -30,4 +30,12 @@ enum class Combine { Sequential, Pairwise };
 std::optional<std::vector<c10::IValue>> blocked_order(const Node& node, NodeCall& call, int64_t block,
                                                       Combine combine = Combine::Sequential);
 
+/// The RMS error (over the output elements) that summing `x`'s reduction one term after the other in a
+/// dtype of unit roundoff `u` is expected to make: each addition rounds its partial sum S_k with an error
+/// uniform in ±u·|S_k|, so the error is u/√3 · sqrt(Σ_k S_k²) per output element (a mean: divided by N).
+/// A serial loop is the order a compiler's scalar reduction walks; it can be several times farther from
+/// fp64 than ATen's cascade sum where the terms cancel (a sum far smaller than its terms), and it is still
+/// correct. For sum and mean (`x`: the op's input, any floating dtype, read in fp64); nullopt for other ops.
+std::optional<double> serial_sum_error(const Node& node, const at::Tensor& x, double u);
+
 }  // namespace pt2diff
