@@ -19,8 +19,12 @@ std::unique_ptr<Backend> make_fault_backend(const std::string& spec, const Progr
 std::string fault_spec_for_window(const std::string& spec, const Graph& graph, const std::vector<NodeId>& window, bool exported_on_cpu);
 std::unique_ptr<Backend> make_inductor_backend(const Program& program, const BackendOptions& options);
 class WorkerBackend;
-/// The shipped Inductor worker as a WorkerBackend (also used to export repro archives).
-std::unique_ptr<WorkerBackend> make_inductor_worker(const Program& program, const BackendOptions& options);
+/// The shipped Inductor worker as a WorkerBackend (also used to export repro archives); `compiler`
+/// "aoti" makes it compile each region with AOTInductor (`--compiler aoti`: docs/worker-protocol.md).
+std::unique_ptr<WorkerBackend> make_inductor_worker(const Program& program, const BackendOptions& options,
+                                                    const std::string& compiler = "inductor");
+/// "aoti": the archive's regions compiled by AOTInductor in the worker (the kernel map included).
+std::unique_ptr<Backend> make_aoti_compiler_backend(const Program& program, const BackendOptions& options);
 std::unique_ptr<Backend> make_external_backend(const std::string& command, const Program& program, const BackendOptions& options);
 std::unique_ptr<Backend> make_aoti_backend(const std::string& package, const Program& program, const BackendOptions& options);
 

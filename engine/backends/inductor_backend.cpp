@@ -1,5 +1,6 @@
 // engine/backends/inductor_backend.cpp — "inductor": the shipped Python worker (inductor_worker.py)
-// compiling regions with Inductor's JIT (compile_fx), in the venv pt2diff was built against.
+// compiling regions with Inductor's JIT (compile_fx), in the venv pt2diff was built against; "aoti": the
+// same worker compiling each region with AOTInductor (exported, packaged, loaded with aoti_load_package).
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -33,15 +34,24 @@ std::unique_ptr<Backend> make_inductor_backend(const Program& program, const Bac
   return make_inductor_worker(program, options);
 }
 
-std::unique_ptr<WorkerBackend> make_inductor_worker(const Program& program, const BackendOptions& options) {
+std::unique_ptr<Backend> make_aoti_compiler_backend(const Program& program, const BackendOptions& options) {
+  return make_inductor_worker(program, options, "aoti");
+}
+
+std::unique_ptr<WorkerBackend> make_inductor_worker(const Program& program, const BackendOptions& options, const std::string& compiler) {
   std::string python = !options.python.empty() ? options.python : from_env("PT2DIFF_PYTHON");
   if (python.empty()) python = PT2DIFF_DEFAULT_PYTHON;
   std::string cache = !options.inductor_cache_dir.empty() ? options.inductor_cache_dir : from_env("PT2DIFF_INDUCTOR_CACHE");
   if (cache.empty()) cache = (fs::path(from_env("HOME").empty() ? "/tmp" : from_env("HOME")) / ".cache/pt2diff/inductor").string();
   std::vector<std::string> argv = {python, worker_script(), "--cache-dir", cache};
-  std::string name = fmt::format("inductor ({})", options.device);
+  if (compiler != "inductor") {
+    argv.push_back("--compiler");
+    argv.push_back(compiler);
+  }
+  std::string name = fmt::format("{} ({})", compiler, options.device);
   for (const std::string& kv : options.inductor_config) name += " " + kv;
-  return std::make_unique<WorkerBackend>(program, std::move(argv), "inductor worker", name, options);
+  return std::make_unique<WorkerBackend>(program, std::move(argv), compiler == "aoti" ? "AOTInductor worker" : "inductor worker",
+                                         name, options);
 }
 
 }  // namespace pt2diff

@@ -52,7 +52,8 @@ void InputOptions::add_to(CLI::App& app) {
 }
 
 void CompilerOptions::add_to(CLI::App& app) {
-  app.add_option("--compiled", compiled, "what plays the compiled side: inductor, eager, aoti:PACKAGE.pt2, external:COMMAND, fault:NODE:KIND")
+  app.add_option("--compiled", compiled, "what plays the compiled side: inductor, eager, aoti (the archive compiled by AOTInductor), aoti:PACKAGE.pt2, "
+                 "external:COMMAND, fault:NODE:KIND")
       ->default_val("inductor");
   app.add_option("--device", device,
                  "device of the eager runs and the compiler (inductor, external): cpu or cuda[:N]; default: the device the "

@@ -13,7 +13,8 @@ struct BackendSpec {
   enum class Kind {
     Eager,     ///< "eager": every op on its ATen kernel, in process (the noise floor)
     Inductor,  ///< "inductor": the shipped Python worker, torch.compile's numbers
-    Aoti,      ///< "aoti:PACKAGE.pt2": an AOTInductor package, whole graph only
+    Aoti,      ///< "aoti:PACKAGE.pt2": an AOTInductor package, whole graph only; "aoti" (no argument): the
+               ///< archive's regions compiled by AOTInductor in the worker
     External,  ///< "external:COMMAND": any worker speaking docs/worker-protocol.md
     Fault,     ///< "fault:NODE:KIND": eager with a planted error (tests, demos)
   };
@@ -25,9 +26,11 @@ struct BackendSpec {
   /// The spec again, as parse() reads it.
   std::string str() const;
   /// A compiler run in a worker that takes Inductor config, matmul precision, TF32 settings and the
-  /// compiler levers (inductor, external).
-  bool takes_compiler_config() const { return kind == Kind::Inductor || kind == Kind::External; }
-  /// It compiles for a device (--device): inductor and external workers.
+  /// compiler levers (inductor, aoti without a package, external).
+  bool takes_compiler_config() const {
+    return kind == Kind::Inductor || kind == Kind::External || (kind == Kind::Aoti && argument.empty());
+  }
+  /// It compiles for a device (--device): inductor, aoti and external workers.
   bool targets_device() const { return takes_compiler_config(); }
 };
 

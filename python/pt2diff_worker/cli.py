@@ -1,4 +1,4 @@
-"""The Inductor worker's command line: `python -m pt2diff_worker [--cache-dir DIR]`, or the launcher
+"""The Inductor worker's command line: `python -m pt2diff_worker [--cache-dir DIR] [--compiler aoti]`, or the launcher
 engine/backends/inductor_worker.py (share/pt2diff/inductor_worker.py once installed) that pt2diff runs.
 
 Importing this module has no effect; `main()` parses the arguments, sets Inductor's cache directory,
@@ -7,16 +7,21 @@ takes stdout for the protocol, and only then imports torch and serves.
 import argparse
 import os
 
-DESCRIPTION = "pt2diff's Inductor worker: compiles regions of a torch.export archive with Inductor and runs them."
+DESCRIPTION = ("pt2diff's Inductor worker: compiles regions of a torch.export archive with Inductor (torch.compile, "
+               "or AOTInductor with --compiler aoti) and runs them.")
 DEFAULT_CACHE_DIR = os.path.join("~", ".cache", "pt2diff", "inductor")
 
 
 def parse_args(argv=None, prog=None):
-    """The worker's arguments (`--cache-dir`, default ~/.cache/pt2diff/inductor) from `argv`
+    """The worker's arguments (`--cache-dir`, default ~/.cache/pt2diff/inductor; `--compiler`, default
+    inductor) from `argv`
     (default: sys.argv[1:]); `--help` and usage errors exit as argparse does."""
     p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
     p.add_argument("--cache-dir", default=os.path.expanduser(DEFAULT_CACHE_DIR),
                    help="Inductor's cache directory (FX graph cache and kernel code)")
+    p.add_argument("--compiler", choices=("inductor", "aoti"), default="inductor",
+                   help="inductor: torch.compile (the default); aoti: AOTInductor (each region exported, compiled "
+                        "to a package and loaded with aoti_load_package)")
     return p.parse_args(argv)
 
 
@@ -48,4 +53,4 @@ def main(argv=None, prog=None):
     # The engine reads stdout as the protocol channel: keep everything else off it, torch's import included.
     replies = protocol_channel()
     from .inductor import Worker
-    serve(Worker(), replies=replies)
+    serve(Worker(args.compiler), replies=replies)

@@ -1,11 +1,14 @@
-"""The Inductor worker: compiles regions of an archive with torch.compile(backend="inductor") and runs
-them, answering the protocol's requests (pt2diff_worker.protocol.serve(Worker()) serves it).
+"""The Inductor worker: compiles regions of an archive with torch.compile(backend="inductor"), or with
+AOTInductor (Worker("aoti"): torch.export, aoti_compile_and_package, aoti_load_package), and runs them,
+answering the protocol's requests (pt2diff_worker.protocol.serve(Worker()) serves it).
 
 Import it after TORCHINDUCTOR_CACHE_DIR is set (pt2diff_worker.cli.main does): Inductor reads it.
 """
 import ast
 import contextlib
 import os
+import shutil
+import tempfile
 import traceback
 
 import torch
@@ -47,13 +50,32 @@ def torch_settings(settings):
         torch.backends.cudnn.allow_tf32 = cudnn_tf32
 
 
+@contextlib.contextmanager
+def _cwd(path):
+    """The current directory is `path` inside the block."""
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
 class Worker:
     """pt2diff's Inductor worker: one method per protocol request, each taking the request dict and
     returning the reply's fields (or raising protocol.Failure)."""
 
-    def __init__(self):
+    #: The compilers a worker can be: "inductor" (torch.compile, a Python wrapper) and "aoti"
+    #: (AOTInductor: the region exported, compiled to a package and loaded as a deployed model is).
+    COMPILERS = ("inductor", "aoti")
+
+    def __init__(self, compiler="inductor"):
+        if compiler not in self.COMPILERS:
+            raise ValueError(f"unknown compiler {compiler!r} (known: {', '.join(self.COMPILERS)})")
+        self.compiler = compiler
         self.archive = None      # the loaded archive (program, nodes by name, weights, device)
-        self.regions = {}        # region id -> (compiled callable, input names, settings)
+        self.regions = {}        # region id -> (compiled callable, input names, settings, AOTI payloads or None)
+        self._workdir = None     # AOTI packages and the buffers they save, removed at exit
 
     # The loaded archive's parts, under the names scripts use (tests/device/*.py).
     @property
@@ -79,7 +101,7 @@ class Worker:
         if cache_dir is None:  # not started by main(): Inductor's own default
             from torch._inductor.runtime.cache_dir_utils import default_cache_dir
             cache_dir = default_cache_dir()
-        return {"worker": "inductor", "protocol": PROTOCOL, "torch": torch.__version__, "cache_dir": cache_dir,
+        return {"worker": self.compiler, "protocol": PROTOCOL, "torch": torch.__version__, "cache_dir": cache_dir,
                 "observe": True}
 
     def load(self, req):
@@ -87,6 +109,7 @@ class Worker:
         `inlined` (the autocast regions inlined, sorted) when the request named any."""
         self.archive = Archive.from_request(req)
         self.regions = {}
+        self.workdir(clear=True)
         reply = {"nodes": self.archive.node_count()}
         if req.get("inline_autocast"):
             reply["inlined"] = sorted(req["inline_autocast"])
@@ -112,18 +135,29 @@ class Worker:
             # training graph whose partitioner may keep low-precision activations for backward, and
             # that changes the forward's rounding.
             settings = req.get("settings", {})
+            aoti = self.compiler == "aoti"
+            if aoti and eager:
+                raise Failure("compile_failed", "AOTInductor compiles a region whole: it cannot leave nodes eager "
+                                                "(torch.compiler.disable has no AOTInductor counterpart)")
             # The kernel map (kernel_map.py): hooks after every kernel, on the compile's own code.
-            why_not = kernel_map.unavailable(config) if req.get("observe") else "not asked"
+            why_not = kernel_map.unavailable(config, aoti) if req.get("observe") else "not asked"
             if eager and not why_not:
                 why_not = "nodes are left eager: the graph is compiled in pieces"
             observe = kernel_map.patch(req["nodes"]) if not why_not else contextlib.nullcontext()
-            # Nodes left eager break the graph (torch.compiler.disable): the pieces between them compile.
-            compiled = torch.compile(gm, backend="inductor", fullgraph=not eager, dynamic=False)
-            with patch, observe, torch.no_grad(), torch_settings(settings):
-                compiled(*example)
+            payloads = None
+            if aoti:
+                with patch, observe, torch.no_grad(), torch_settings(settings):
+                    compiled, payloads = self.compile_aoti(req["region"], gm, example, observed=not why_not)
+            else:
+                # Nodes left eager break the graph (torch.compiler.disable): the pieces between them compile.
+                compiled = torch.compile(gm, backend="inductor", fullgraph=not eager, dynamic=False)
+                with patch, observe, torch.no_grad(), torch_settings(settings):
+                    compiled(*example)
+        except Failure:
+            raise
         except Exception as e:  # noqa: BLE001 - the compiler's message is the point
             raise Failure("compile_failed", describe(e), traceback.format_exc())
-        self.regions[req["region"]] = (compiled, input_names, settings)
+        self.regions[req["region"]] = (compiled, input_names, settings, payloads)
         reply = {"eager": len(eager)} if eager else {}  # how many nodes were left eager: the engine checks
         if req.get("observe"):
             reply["kernel_map"] = why_not or "available"
@@ -134,26 +168,79 @@ class Worker:
         region = self.regions.get(req["region"])
         if region is None:
             raise Failure("bad_request", f"no compiled region '{req['region']}'")
-        compiled, input_names, settings = region
+        compiled, input_names, settings, payloads = region
         inputs = self.region_inputs(req["inputs"], input_names)
+        observing = "observed_file" in req
+        saved_dir = None
         try:
             if "seed" in req:
                 torch.manual_seed(int(req["seed"]))  # as the engine seeds its own runs: same random stream
             observed = []  # (payload, copy): the buffer copied at once (Inductor reuses buffers in place)
             wrappers = set()  # the generated wrapper modules that ran the hooks: the kernels' code
-            watch = kernel_map.observing(lambda info, t: observed.append((info, t.detach().to("cpu", copy=True))), wrappers) \
-                if "observed_file" in req else contextlib.nullcontext()
+            if payloads is not None and observing:
+                # AOTI's save function writes under the current directory: a fresh one per run.
+                saved_dir = tempfile.mkdtemp(prefix="observed-", dir=self.workdir())
+                watch = _cwd(saved_dir)
+            elif observing:
+                watch = kernel_map.observing(lambda info, t: observed.append((info, t.detach().to("cpu", copy=True))), wrappers)
+            else:
+                watch = contextlib.nullcontext()
             with torch.no_grad(), torch_settings(settings), watch:
                 outputs = compiled(*inputs)
+            if saved_dir is not None:
+                observed = kernel_map.aoti_saved(saved_dir, payloads)
         except Exception as e:  # noqa: BLE001
             raise Failure("run_failed", describe(e), traceback.format_exc())
+        finally:
+            if saved_dir is not None:
+                shutil.rmtree(saved_dir, ignore_errors=True)
         outputs = [o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outputs]
         torch.save(outputs, req["outputs_file"])
-        if "observed_file" not in req:
+        if not observing:
             return {}
         torch.save([t for _, t in observed], req["observed_file"])
         code = kernel_map.kernel_code(sorted(wrappers), {info.get("kernel") for info, _ in observed})
         return {"observed": [info for info, _ in observed], "code": code}
+
+    def compile_aoti(self, region, gm, example, observed):
+        """`gm` exported on `example` and compiled by AOTInductor into a package (in the worker's scratch
+        directory), loaded as a deployed model is: returns (the loaded runner, the payloads of its save
+        lines when `observed`, else None). An observed compile bypasses Inductor's caches: the payloads
+        are made while the code is generated, which a cache hit skips."""
+        ep = torch.export.export(gm.to(self.device), tuple(example), strict=False)
+        package = os.path.join(self.workdir(), f"{region}.pt2")
+        from torch._inductor import config as inductor_config
+        if observed:
+            with kernel_map.recording_aoti() as payloads, inductor_config.patch({"force_disable_caches": True}):
+                torch._inductor.aoti_compile_and_package(ep, package_path=package)
+            payloads = list(payloads)
+        else:
+            payloads = None
+            torch._inductor.aoti_compile_and_package(ep, package_path=package)
+        runner = torch._inductor.aoti_load_package(package)
+        # The first call, as torch.compile's: loading and first-run costs belong to the compile. An
+        # observed package saves its buffers under the current directory: a scratch one, removed.
+        first = tempfile.mkdtemp(prefix="first-run-", dir=self.workdir())
+        try:
+            with _cwd(first):
+                runner(*example)
+        finally:
+            shutil.rmtree(first, ignore_errors=True)
+        return runner, payloads
+
+    def workdir(self, clear=False):
+        """The worker's scratch directory (AOTI packages, saved buffers), made on first use; `clear`
+        empties it (a new archive's regions replace the old)."""
+        if clear and self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        if clear:
+            return None
+        if self._workdir is None:
+            import atexit
+            self._workdir = tempfile.mkdtemp(prefix="pt2diff-aoti-")
+            atexit.register(shutil.rmtree, self._workdir, True)
+        return self._workdir
 
     def export(self, req):
         """The fused region as a standalone torch.export archive, its inputs (weights included, as
@@ -175,8 +262,11 @@ class Worker:
         return {"nodes": [n.name for n in ep.graph.nodes if n.op == "call_function"]}
 
     def forget(self, req):
-        """Drops a compiled region (unknown ids are fine)."""
+        """Drops a compiled region (unknown ids are fine), and its AOTI package if it has one."""
         self.regions.pop(req["region"], None)
+        if self._workdir is not None:
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(self._workdir, f"{req['region']}.pt2"))
         return {}
 
     # --- regions ----------------------------------------------------------------------------

@@ -155,6 +155,10 @@ class ObserveMixin:
                     "part_of": tag(origin), "index": index, "kernel_nodes": kernel_nodes(key)}
         except Exception:  # noqa: BLE001 - instrumentation never fails a compile: the buffer goes unobserved
             return
+        self._emit(info, buf_name)
+
+    def _emit(self, info, buf_name):
+        """The line that hands `buf_name` to the observer at run time (Python wrapper: a hook call)."""
         self.writeline(f"run_intermediate_hooks({json.dumps(info)!r}, {buf_name})")
 
     def generate_kernel_call(self, kernel_name, call_args, **kw):
@@ -188,6 +192,59 @@ class ObserveMixin:
         return self._pt2diff_fallbacks
 
 
+#: The AOTI compile being recorded (recording_aoti): the payload of each save line, by its number.
+_aoti_payloads = None
+#: The tensor name AOTI's save lines carry: this prefix and the payload's number (no underscore: AOTI
+#: joins the parts of a saved file's name with underscores).
+AOTI_TENSOR_PREFIX = "pt2diffobs"
+
+
+class CppObserveMixin(ObserveMixin):
+    """Mixed into a device's C++ wrapper codegen (AOTInductor): after every kernel call, per buffer written,
+    `aoti_torch_save_tensor_handle`, the shim function AOTI's own intermediate value printer calls
+    (`aot_inductor.debug_intermediate_value_printer=1`): it writes the buffer to a .pt file under the
+    current directory at once. The payload stays on the Python side (recording_aoti), numbered by line."""
+
+    def _emit(self, info, buf_name):
+        if _aoti_payloads is None:
+            return
+        number = len(_aoti_payloads)
+        _aoti_payloads.append(info)
+        self.writeline(f'aoti_torch_save_tensor_handle({buf_name}, "{AOTI_TENSOR_PREFIX}{number}", "after_launch", "pt2diff");')
+
+
+@contextlib.contextmanager
+def recording_aoti():
+    """While an AOTI compile is generated inside the block, the payloads of its save lines, in the list
+    yielded (payload k is the buffer saved as `pt2diffobs<k>`)."""
+    global _aoti_payloads
+    _aoti_payloads = []
+    try:
+        yield _aoti_payloads
+    finally:
+        _aoti_payloads = None
+
+
+def aoti_saved(directory, payloads):
+    """[(payload, tensor)] for each buffer an instrumented AOTI package saved under `directory` in one run,
+    in the order the code wrote them. The files are AOTI's own (`torch::pickle_save` of one tensor: read
+    with weights_only=True); their names end `_pt2diffobs<k>_<device>.pt`."""
+    import re
+    found = {}
+    pattern = re.compile(r"_" + AOTI_TENSOR_PREFIX + r"(\d+)_[^_]*\.pt$")
+    for root, _, files in os.walk(directory):
+        for f in files:
+            m = pattern.search(f)
+            if m and int(m.group(1)) < len(payloads):
+                found[int(m.group(1))] = os.path.join(root, f)
+    out = []
+    for k in sorted(found):
+        value = torch.load(found[k], map_location="cpu", weights_only=True)
+        if isinstance(value, torch.Tensor):
+            out.append((payloads[k], value))
+    return out
+
+
 def kernel_name_of(node):
     for attr in ("get_kernel_name", "python_kernel_name", "op_overload"):
         v = getattr(node, attr, None)
@@ -200,9 +257,22 @@ def kernel_name_of(node):
 _installed = False
 
 
+def _observed_class(base, mixin):
+    observed = type("Observed" + base.__name__, (mixin, base), {})
+
+    def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None, base=base, observed=observed):
+        if is_subgraph:  # subgraphs (cond, while_loop bodies) keep the stock wrapper: no hooks there
+            return base.create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures)
+        return observed()
+
+    observed.create = staticmethod(create)
+    return observed
+
+
 def install():
-    """Once per process: every registered device's Python wrapper codegen gets ObserveMixin (inert unless a
-    Marker is the post-grad pass). Returns why the map is unavailable, or "" when installed."""
+    """Once per process: every registered device's Python wrapper codegen gets ObserveMixin and its C++
+    wrapper codegen (AOTInductor) CppObserveMixin, both inert unless a Marker is the post-grad pass.
+    Returns why the map is unavailable, or "" when installed."""
     global _installed
     if _installed:
         return ""
@@ -210,27 +280,25 @@ def install():
         from torch._inductor.codegen import common
         common.init_backend_registration()
         for device, c in list(common.device_codegens.items()):
-            base = c.wrapper_codegen
-            if base is None or not isinstance(base, type):
-                continue
-            observed = type("Observed" + base.__name__, (ObserveMixin, base), {})
-
-            def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None, base=base, observed=observed):
-                if is_subgraph:  # subgraphs (cond, while_loop bodies) keep the stock wrapper: no hooks there
-                    return base.create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures)
-                return observed()
-
-            observed.create = staticmethod(create)
-            common.device_codegens[device] = dataclasses.replace(c, wrapper_codegen=observed)
+            changes = {}
+            if isinstance(c.wrapper_codegen, type):
+                changes["wrapper_codegen"] = _observed_class(c.wrapper_codegen, ObserveMixin)
+            if isinstance(getattr(c, "cpp_wrapper_codegen", None), type):
+                changes["cpp_wrapper_codegen"] = _observed_class(c.cpp_wrapper_codegen, CppObserveMixin)
+            if changes:
+                common.device_codegens[device] = dataclasses.replace(c, **changes)
     except Exception as e:  # noqa: BLE001 - a torch whose internals moved: say so, compile without the map
         return f"this torch's Inductor codegen cannot be instrumented ({type(e).__name__}: {e})"
     _installed = True
     return ""
 
 
-def unavailable(config):
-    """Why a compile under Inductor `config` (the request's overrides) cannot give the map, or ""."""
+def unavailable(config, aoti=False):
+    """Why a compile under Inductor `config` (the request's overrides) cannot give the map, or "".
+    `aoti`: an AOTInductor compile (a C++ wrapper, observed through AOTI's save function)."""
     from torch._inductor import config as inductor_config
+    if aoti:
+        return install()
     if config.get("cpp_wrapper", inductor_config.cpp_wrapper):
         return "cpp_wrapper compiles the wrapper to C++, where no Python hook runs"
     if config.get("triton.cudagraphs", inductor_config.triton.cudagraphs):
