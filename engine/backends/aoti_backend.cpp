@@ -1,7 +1,9 @@
 // engine/backends/aoti_backend.cpp — "aoti:PACKAGE.pt2": a user's AOTInductor package, run in-process on
 // the device it was built for (cpu or cuda) and compared at the graph outputs (a package is one compiled
 // program: it has no regions). Its device type and CPU ISA are checked when the backend is made, its
-// input guards before every run (aoti_guards.h). The only file that includes the AOTI loader.
+// input guards before every run (aoti_guards.h). When its outputs disagree, its twin (TwinBackend: the
+// archive compiled by AOTInductor in the worker, instrumented) gives the kernel table and compiles the
+// regions localization asks for. The only file that includes the AOTI loader.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +20,7 @@
 #include <ATen/Context.h>
 
 #include "engine/backends/aoti_guards.h"
+#include "graphs/torch_compat.h"
 #include "engine/backends/backends.h"
 #include "graphs/archive.h"
 #include "pt2diff/error.h"
@@ -153,6 +156,11 @@ class PackageRegion final : public CompiledRegion {
     return result;
   }
 
+  KernelMap kernel_map() const override {
+    return {"an AOTInductor package's code cannot be observed (no hooks run inside it); the archive is compiled "
+            "instrumented when the package's outputs disagree", {}, {}};
+  }
+
  private:
   torch::inductor::AOTIModelPackageLoader& loader_;
   const Program& program_;
@@ -160,7 +168,7 @@ class PackageRegion final : public CompiledRegion {
   std::string package_, device_type_;
 };
 
-class AotiBackend final : public Backend {
+class AotiBackend final : public Backend, public TwinBackend {
  public:
   /// Reads the package's metadata and checks it can run here before anything runs: an AOTI package is
   /// built for one device type (and, on the CPU, one vector ISA), and AOTI's guide has its users check
@@ -199,9 +207,27 @@ class AotiBackend final : public Backend {
     ::setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0);
   }
   std::string name() const override { return "aoti: " + package_; }
-  bool compiles_regions() const override { return false; }
+  /// The package runs the whole graph only; once its twin is engaged, the twin compiles every region.
+  bool compiles_regions() const override { return routed_; }
+  /// The package's code cannot be observed; its twin's can (stage observe_twin asks it).
+  bool observes() const override { return true; }
 
-  std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>&) override {
+  Backend& engage_twin() override {
+    if (!twin_) twin_ = make_aoti_compiler_backend(program_, options_);
+    return *twin_;
+  }
+  void route_regions_to_twin() override { routed_ = twin_ != nullptr; }
+  std::string twin_description() const override {
+    return fmt::format("an instrumented AOTInductor compile of the archive by this torch ({})", PT2DIFF_LINKED_TORCH_VERSION);
+  }
+  double startup_seconds() const override { return twin_ ? twin_->startup_seconds() : 0; }
+
+  std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override {
+    if (routed_) {
+      auto compiled = twin_->compile(region, example_inputs);
+      last_compile_seconds_ = twin_->last_compile_seconds();
+      return compiled;
+    }
     if (region.exploded || region.nodes.size() != program_.ir.graph.nodes().size())
       throw BackendFailure(BackendFailure::Kind::Unusable, "an AOTInductor package runs the whole graph only");
     const auto start = std::chrono::steady_clock::now();
@@ -223,6 +249,8 @@ class AotiBackend final : public Backend {
   std::string device_type_;
   c10::DeviceIndex device_index_ = -1;
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader_;
+  std::unique_ptr<Backend> twin_;
+  bool routed_ = false;  ///< the twin compiles every region (route_regions_to_twin)
 };
 
 }  // namespace

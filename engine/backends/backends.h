@@ -28,6 +28,22 @@ std::unique_ptr<Backend> make_aoti_compiler_backend(const Program& program, cons
 std::unique_ptr<Backend> make_external_backend(const std::string& command, const Program& program, const BackendOptions& options);
 std::unique_ptr<Backend> make_aoti_backend(const std::string& package, const Program& program, const BackendOptions& options);
 
+/// A backend running a program built elsewhere that it cannot observe (an AOTInductor package), which can
+/// instead compile the archive that program came from, instrumented: its twin. The pipeline engages the
+/// twin when the package's outputs disagree (stage observe_twin): the twin's kernel table, then
+/// localization through the twin.
+class TwinBackend {
+ public:
+  virtual ~TwinBackend() = default;
+  /// Makes the twin (once) and returns it. Throws BackendFailure when it cannot be made.
+  virtual Backend& engage_twin() = 0;
+  /// From now on compile() sends every region to the twin and compiles_regions() is true: the twin
+  /// reproduces the divergence, so localization through it means something.
+  virtual void route_regions_to_twin() = 0;
+  /// What the twin is, for the report: "an instrumented AOTInductor compile of the archive by this torch (2.13.0)".
+  virtual std::string twin_description() const = 0;
+};
+
 /// `inner`, compiling each region (same nodes, inputs, outputs, exploded or not) once; `compiles`, when
 /// given, is set to a function returning how many compiles reached `inner`.
 std::unique_ptr<Backend> make_caching_backend(std::unique_ptr<Backend> inner, std::function<size_t()>* compiles = nullptr);

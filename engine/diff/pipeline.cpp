@@ -21,6 +21,7 @@ constexpr Stage kDiffStages[] = {
     run_references,       // eager, fp64 and local runs in lockstep; error of every value
     compile_graph,        // the whole graph through the compiler
     judge_outputs,        // compiled vs eager, fp64 as referee
+    observe_twin,         // a package that disagrees: the archive compiled instrumented (its kernel map)
     judge_kernels,        // the compiled code's own buffers, kernel by kernel
     compile_exploded,     // every op alone through the compiler: compiled local errors, suspects
     judge_nodes,          // the node verdict: nodes whose compiled local error stands out against eager's

@@ -7,6 +7,8 @@
 //                                                             per value), fix-ups, random nodes; kept values
 //   compile_graph         inputs                              the whole graph compiled and run; compiles[0]
 //   judge_outputs         runs, compiled                      result.outputs (verdicts), result.diverged
+//   observe_twin          diverged, a TwinBackend (a package) the kernel map from its twin's instrumented compile
+//                                                             of the archive; compiles[+1] "instrumented"
 //   compile_exploded      kept values                         every op compiled alone: compiled local errors,
 //                                                             exploded suspects; compiles[1]
 //   judge_nodes           compiled local errors               result.node_verdict (nodes that stand out against
@@ -30,6 +32,7 @@ void plan_run(RunState& s);
 void run_references(RunState& s);
 void compile_graph(RunState& s);
 void judge_outputs(RunState& s);
+void observe_twin(RunState& s);
 void judge_kernels(RunState& s);
 void compile_exploded(RunState& s);
 void judge_nodes(RunState& s);

@@ -34,9 +34,9 @@ void compiles_block(std::string& out, const DiffResult& r) {
   line(out, "compiles:");
   for (const CompileRecord& c : r.compiles) {
     if (c.ok)
-      line(out, fmt::format("  {:<9} {:>5} nodes  compile {:.2f} s  run {:.2f} ms", c.what, c.nodes, c.compile_seconds, c.run_seconds * 1e3));
+      line(out, fmt::format("  {:<12} {:>5} nodes  compile {:.2f} s  run {:.2f} ms", c.what, c.nodes, c.compile_seconds, c.run_seconds * 1e3));
     else
-      line(out, fmt::format("  {:<9} {:>5} nodes  FAILED ({}): {}", c.what, c.nodes, failure_kind_name(c.failure), c.message));
+      line(out, fmt::format("  {:<12} {:>5} nodes  FAILED ({}): {}", c.what, c.nodes, failure_kind_name(c.failure), c.message));
   }
   line(out, "");
 }
