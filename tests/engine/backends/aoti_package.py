@@ -14,6 +14,15 @@
 3. The package's own guards: a package built from a static re-export of fixtures/dynamic_batch.pt2 (batch
    6) agrees at batch 6; at batch 8, which the dynamic archive accepts, its own check refuses the input and
    pt2diff names it (exit 4).
+4. `--compiled aoti` (the archive compiled by AOTInductor in the worker): agrees, its outputs are the package's
+   of step 1 bit for bit (same torch, same config, same code), and its kernel table (read from the package's
+   own save calls) has the three calls with every buffer passing.
+5. Inside the package: a package built with a bug planted in Inductor's lowering of relu
+   (tests/engine/localize/planted_lowering.py, scaled by 1.01 in the generated C++ kernel; the FX graph
+   untouched). With that compiler as the twin (PT2DIFF_WORKER=lowering_bug_worker.py) pt2diff names the first
+   failing kernel cpp_fused_relu_0, the op relu inside it, and localizes to relu, after one instrumented
+   compile. With the stock compiler as twin it says, in one line, that the package was not built by this
+   torch/config from this archive, and skips localization.
 """
 import json
 import os
@@ -24,10 +33,25 @@ import zipfile
 
 import torch
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUG_WORKER = os.path.join(HERE, "..", "localize", "lowering_bug_worker.py")
+PLANT = {"PT2DIFF_PLANT_OP": "relu", "PT2DIFF_PLANT_ERROR": "1e-2"}
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
+
+def run(cmd, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     return r.returncode, r.stdout, r.stderr
+
+
+def planted_package(graph, path):
+    """An AOTI package of `graph` built in a fresh Python with relu's lowering planted (caches off)."""
+    code = ("import sys, torch, torch._inductor.config as c\n"
+            "sys.path.insert(0, sys.argv[3]); import planted_lowering; planted_lowering.plant()\n"
+            "with c.patch({'force_disable_caches': True}):\n"
+            "    torch._inductor.aoti_compile_and_package(torch.export.load(sys.argv[1]), package_path=sys.argv[2])\n")
+    r = subprocess.run([sys.executable, "-c", code, graph, path, os.path.dirname(BUG_WORKER)], capture_output=True, text=True,
+                       env={**os.environ, **PLANT})
+    expect(r.returncode == 0, "a package built with relu's lowering planted", r.stderr[-3000:])
 
 
 def expect(ok, what, out=""):
@@ -97,6 +121,39 @@ def main():
                 want = "the package's own input check refused the inputs: input 'x' (input_handles[0]): unmatched dim value at 0, expected: 6"
                 expect(rc == 4 and want in out, "the package's own guard refuses batch 8, which the archive accepts: the input named",
                        f"{rc}\n{out}\n{err}")
+        # 4. --compiled aoti: the archive through AOTInductor in the worker, instrumented
+        saved_aoti, report = os.path.join(tmp, "aoti_outputs.pt"), os.path.join(tmp, "aoti.json")
+        rc, out, err = run([pt2diff, graph, inputs_file, "--compiled", "aoti", "--save-outputs", saved_aoti, "--json", report])
+        expect(rc == 0 and "compiled = aoti (cpu)" in out, "--compiled aoti agrees", f"{rc}\n{out}\n{err}")
+        compiled, _, _ = torch.load(saved_aoti, weights_only=True)
+        expect(torch.equal(compiled[0], expected), "--compiled aoti's outputs are the package's bit for bit")
+        with open(report) as f:
+            k = json.load(f)["kernels"]
+        expect(k["available"] and len(k["kernels"]) == 3 and k["first_failing"] is None and k["judged"] == 3,
+               "--compiled aoti's kernel table: 3 calls, 3 buffers judged, none failing", json.dumps(k)[:2000])
+
+        # 5. inside a package with a planted lowering bug
+        buggy = os.path.join(tmp, "relu_bug.pt2")
+        planted_package(graph, buggy)
+        report = os.path.join(tmp, "bug.json")
+        rc, out, err = run([pt2diff, graph, inputs_file, "--compiled", "aoti:" + buggy, "--json", report],
+                           {**PLANT, "PT2DIFF_WORKER": BUG_WORKER})
+        print(out)
+        with open(report) as f:
+            r = json.load(f)
+        k = r["kernels"]
+        first = k["kernels"][k["first_failing"]]["name"] if k.get("first_failing") is not None else None
+        culprit = (r.get("localization") or {}).get("culprit") or {}
+        whats = [c["what"] for c in r["compiles"]]
+        expect(rc == 1 and first == "cpp_fused_relu_0" and (k.get("inside") or {}).get("op") == "relu"
+               and culprit.get("nodes") == ["relu"] and whats.count("instrumented") == 1
+               and "whose outputs fail too (linear_1)" in out,
+               "a planted package, its compiler as twin: kernel cpp_fused_relu_0, op relu, localized to relu, one instrumented compile",
+               f"{rc}\n{out}\n{err}")
+        rc, out, err = run([pt2diff, graph, inputs_file, "--compiled", "aoti:" + buggy])
+        lines = [l for l in out.splitlines() if "was not built by this torch and Inductor config from this archive" in l]
+        expect(rc == 1 and len(lines) == 1 and "\nlocalization" not in out,
+               "the same package, the stock compiler as twin: one line, no localization", f"{rc}\n{out}\n{err}")
     print("aoti package through pt2diff: bit-identical to Python's run; every check one line")
     return 0
 
