@@ -433,6 +433,40 @@ class CliTest(unittest.TestCase):
                 sys.path[:] = saved
 
 
+class AotiTest(unittest.TestCase):
+    def test_compilers_and_hello(self):
+        self.assertEqual(Worker("aoti").hello({})["worker"], "aoti")
+        self.assertEqual(Worker().hello({})["worker"], "inductor")
+        with self.assertRaises(ValueError):
+            Worker("tvm")
+        self.assertEqual(cli.parse_args(["--compiler", "aoti"]).compiler, "aoti")
+        self.assertEqual(cli.parse_args([]).compiler, "inductor")
+
+    def test_saved_buffers_are_read_back_in_line_order_and_others_ignored(self):
+        from pt2diff_worker import kernel_map
+        payloads = [{"buffer": "buf0"}, {"buffer": "buf1"}, {"buffer": "buf2"}]
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "tmp"))
+            # AOTI's own names: <dir>/tmp/aoti_torch<launch>_<kernel>_<tensor>_<device>.pt (2.13 has no slash)
+            for k in (2, 0):
+                torch.save(torch.full((2,), float(k)), os.path.join(d, "tmp", f"aoti_torchafter_launch_pt2diff_pt2diffobs{k}_cpu.pt"))
+            torch.save(torch.ones(1), os.path.join(d, "tmp", "aoti_torchafter_launch_pt2diff_pt2diffobs7_cpu.pt"))  # no payload
+            torch.save(torch.ones(1), os.path.join(d, "tmp", "aoti_torchbefore_launch_cpp_fused_0_buf0_cpu.pt"))  # not ours
+            got = kernel_map.aoti_saved(d, payloads)
+        self.assertEqual([p["buffer"] for p, _ in got], ["buf0", "buf2"])
+        self.assertTrue(torch.equal(got[1][1], torch.full((2,), 2.0)))
+
+    def test_eager_nodes_are_refused(self):
+        w = Worker("aoti")
+        w.archive = object()  # compile refuses before it reads the archive's regions
+        w.region_module = lambda *a, **k: (None, [])
+        w.region_inputs = lambda *a, **k: []
+        with self.assertRaises(Failure) as e:
+            w.compile({"region": "r", "nodes": ["a"], "inputs": [], "outputs": [], "example_inputs": "", "eager": ["a"]})
+        self.assertEqual(e.exception.kind, "compile_failed")
+        self.assertIn("cannot leave nodes eager", str(e.exception))
+
+
 class SettingsTest(unittest.TestCase):
     def test_config_values_are_python_literals_or_text(self):
         cases = {"True": True, "False": False, "None": None, "3": 3, "1e-3": 1e-3, "'x'": "x", "[1, 2]": [1, 2],
