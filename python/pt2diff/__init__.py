@@ -14,8 +14,8 @@ as torch tensors; None takes the archive's sample inputs. Errors are :class:`Err
 
 Options are keyword arguments named after the CLI's flags (``--no-exploded`` is ``exploded=False``):
 
-    compiled                  --compiled          the compiled side: inductor, eager, aoti:PKG, external:CMD,
-                                                  fault:NODE:KIND ("inductor")
+    compiled                  --compiled          the compiled side: inductor, eager, aoti (AOTInductor on the
+                                                  graph), aoti:PKG, external:CMD, fault:NODE:KIND ("inductor")
     device                    --device            device of the eager runs and the compiler (None: the GPU the
                                                   inputs, or an nn.Module's weights, are on; else where the graph
                                                   was exported when this machine has it; else "cpu")
