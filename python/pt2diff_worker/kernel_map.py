@@ -206,11 +206,21 @@ class CppObserveMixin(ObserveMixin):
     current directory at once. The payload stays on the Python side (recording_aoti), numbered by line."""
 
     def _emit(self, info, buf_name):
-        if _aoti_payloads is None:
+        if _aoti_payloads is None or not self._is_tensor_in_cpp(buf_name):
             return
         number = len(_aoti_payloads)
         _aoti_payloads.append(info)
         self.writeline(f'aoti_torch_save_tensor_handle({buf_name}, "{AOTI_TENSOR_PREFIX}{number}", "after_launch", "pt2diff");')
+
+
+    @staticmethod
+    def _is_tensor_in_cpp(buf_name):
+        """Whether the C++ wrapper declares `buf_name` as a tensor: a multi-output fallback's own node
+        (MultiOutputLayout) is a tuple in the Python wrapper and nothing in C++ (its parts are observed)."""
+        from torch._inductor.virtualized import V
+        buf = V.graph.try_get_buffer(buf_name)
+        layout = getattr(buf, "layout", None)
+        return type(layout).__name__ not in ("MultiOutputLayout", "NoneLayout")
 
 
 @contextlib.contextmanager
