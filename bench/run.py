@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "performance.md")
 RESULTS = os.path.join(ROOT, "bench", "results")
 DEFAULT_SECTIONS = ["loader", "dag", "interpreter", "memory", "compile", "diff", "localize", "sweep"]
-ALL_SECTIONS = DEFAULT_SECTIONS + ["build", "python", "kernel_map"]
+ALL_SECTIONS = DEFAULT_SECTIONS + ["build", "python", "kernel_map", "aoti"]
 
 
 # --- running -------------------------------------------------------------------------------------------
@@ -244,6 +244,38 @@ def sec_kernel_map(r, a):
                                 "calls": len(k["kernels"]), "observed": k["observed"], "judged": k["judged"], "bytes": k["observed_bytes"]})
             med = lambda key: statistics.median(x[key] for x in samples)
             rows[f"{name}/{label}"] = {**samples[-1], "compile_s": med("compile_s"), "run_s": med("run_s"), "wall_s": med("wall_s")}
+    return {"cases": rows}
+
+
+AOTI_CASES = ["mlp", "attention_core", "bf16_block_core"]
+
+
+def sec_aoti(r, a):
+    """AOTInductor against the JIT path (docs/usage.md, "AOTInductor"): the default job (kernel map and
+    exploded compile on, localization off) with `--compiled inductor` and `--compiled aoti`, Inductor's caches
+    off; the graph compile, the exploded compile and the whole diff, each the median of 3 runs."""
+    fixtures, rows = os.path.join(ROOT, "fixtures"), {}
+    for c in ("inductor", "aoti"):
+        r.commands.append({"argv": ["TORCHINDUCTOR_FORCE_DISABLE_CACHES=1", "build/pt2diff", "fixtures/NAME.pt2", "fixtures/NAME_inputs.pt",
+                                    "--compiled", c, "--no-localize", "--json", "OUT.json"], "note": "3 times per fixture"})
+    for name in AOTI_CASES:
+        base = name[:-5] if name.endswith("_core") else name
+        for c in ("inductor", "aoti"):
+            samples = []
+            for _ in range(3):
+                out = os.path.join(tempfile.mkdtemp(prefix="pt2diff-aoti-"), "r.json")
+                argv = [os.path.join(a.build, "pt2diff"), os.path.join(fixtures, name + ".pt2"), os.path.join(fixtures, base + "_inputs.pt"),
+                        "--compiled", c, "--no-localize", "--json", out]
+                p = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"})
+                if p.returncode != 0:
+                    sys.exit(f"bench/run.py: {shlex.join(argv)} exited {p.returncode}:\n{p.stderr[-3000:]}")
+                rep = json.load(open(out))
+                shutil.rmtree(os.path.dirname(out), ignore_errors=True)
+                by = {x["what"]: x for x in rep["compiles"]}
+                samples.append({"graph_s": by["graph"]["compile_seconds"], "exploded_s": by["exploded"]["compile_seconds"],
+                                "wall_s": rep["seconds"], "calls": len(rep["kernels"].get("kernels", []))})
+            med = lambda key: statistics.median(x[key] for x in samples)
+            rows[f"{name}/{c}"] = {**samples[-1], "graph_s": med("graph_s"), "exploded_s": med("exploded_s"), "wall_s": med("wall_s")}
     return {"cases": rows}
 
 
@@ -463,6 +495,16 @@ def ren_kernel_map(d):
                      f"{fmt_time(off['wall_s'])} / {fmt_time(on['wall_s'])}"])
     return table(["fixture", "kernel calls", "buffers observed / judged", "copied", "graph compile: off / on", "compiled run: off / on",
                   "whole diff: off / on"], rows)
+
+
+def ren_aoti(d):
+    rows = []
+    for name in AOTI_CASES:
+        jit, aoti = d["cases"][f"{name}/inductor"], d["cases"][f"{name}/aoti"]
+        rows.append([name, f"{jit['calls']} / {aoti['calls']}", f"{fmt_time(jit['graph_s'])} / {fmt_time(aoti['graph_s'])}",
+                     f"{fmt_time(jit['exploded_s'])} / {fmt_time(aoti['exploded_s'])}", f"{fmt_time(jit['wall_s'])} / {fmt_time(aoti['wall_s'])}"])
+    return table(["fixture", "kernel calls: JIT / AOTI", "graph compile (instrumented): JIT / AOTI", "exploded compile: JIT / AOTI",
+                  "whole diff: JIT / AOTI"], rows)
 
 
 def ren_minifier(d):

@@ -100,6 +100,12 @@ std::optional<int64_t> available_memory() {
   return std::nullopt;
 }
 
+int64_t memory_limit_for(int64_t max_memory) {
+  if (max_memory > 0) return max_memory;
+  if (max_memory < 0) return 0;
+  return available_memory().value_or(0);
+}
+
 void check_memory(const Graph& graph, bool exploded, int64_t max_memory, const std::map<std::string, int64_t>& symbols) {
   std::optional<int64_t> limit = max_memory > 0 ? std::optional<int64_t>(max_memory) : max_memory < 0 ? std::nullopt : available_memory();
   if (!limit) return;

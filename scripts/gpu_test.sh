@@ -78,6 +78,8 @@ check 4 "capture on the GPU: a bf16 decoder through the capture backend and an f
   "$PYTHON" "$ROOT/tests/device/capture_cuda.py" "$cli"
 check 3 "the node verdict on CUDA: GPU-exported bf16 and fp16 models clean at every node, planted absorbed bugs flagged and named" \
   "$PYTHON" "$ROOT/tests/device/node_verdict_cuda.py" "$cli" "$fixtures"
+check 3 "AOTInductor on CUDA: a bf16 decoder's package agrees, --compiled aoti's Triton kernel table, a planted lowering bug named at its kernel and op through the twin, the device and guard lines" \
+  "$PYTHON" "$ROOT/tests/device/aoti_cuda.py" "$cli"
 
 ((LIST)) && exit 0
 what="GPU suite${PART:+, part $PART}"

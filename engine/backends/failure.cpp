@@ -10,6 +10,7 @@ const char* failure_kind_name(FailureKind kind) {
     case FailureKind::WorkerDied: return "worker_died";
     case FailureKind::TimedOut: return "timed_out";
     case FailureKind::Unusable: return "unusable";
+    case FailureKind::OutOfMemory: return "out_of_memory";
   }
   return "unknown";
 }

@@ -272,7 +272,9 @@ struct WorkerBackend::Impl {
     process.reset();
     compiled_here.clear();
     try {
-      process = std::make_unique<WorkerProcess>(argv, stderr_log().string());
+      // A CPU worker only: a CUDA worker's driver maps host memory RLIMIT_DATA may count (not yet tried on a GPU).
+      const bool on_cpu = options.device.rfind("cuda", 0) != 0;
+      process = std::make_unique<WorkerProcess>(argv, stderr_log().string(), on_cpu ? options.memory_limit : 0);
     } catch (const std::exception& e) {
       throw BackendFailure(BackendFailure::Kind::Unusable, fmt::format("cannot start the {}: {}", label, e.what()));
     }
@@ -306,9 +308,15 @@ struct WorkerBackend::Impl {
     if (reply.value("ok", false)) return reply;
     const std::string kind = reply.value("error", std::string("unknown"));
     const std::string message = first_line(reply.value("message", std::string()));
-    BackendFailure::Kind k = kind == "compile_failed" ? BackendFailure::Kind::CompileFailed
-                             : kind == "run_failed"   ? BackendFailure::Kind::RunFailed
-                                                      : otherwise;
+    BackendFailure::Kind k = kind == "compile_failed"  ? BackendFailure::Kind::CompileFailed
+                             : kind == "run_failed"    ? BackendFailure::Kind::RunFailed
+                             : kind == "out_of_memory" ? BackendFailure::Kind::OutOfMemory
+                                                       : otherwise;
+    if (k == BackendFailure::Kind::OutOfMemory)
+      throw BackendFailure(k, fmt::format("the {} ran out of memory while {}: {}; raise --max-memory (now {}), or use "
+                                          "smaller inputs", label, activity, message,
+                                          options.memory_limit > 0 ? fmt::format("{:.1f} GiB per process", options.memory_limit / 1073741824.0)
+                                                                   : std::string("no limit")));
     throw BackendFailure(k, fmt::format("{} ({} while {}): {}", label, kind, activity, message));
   }
 

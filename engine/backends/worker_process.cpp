@@ -10,13 +10,14 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <stdexcept>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace pt2diff {
 
-WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path) {
+WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path, int64_t memory_limit) {
   if (argv.empty()) throw std::runtime_error("no command to start");
   int in[2], out[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) != 0)
@@ -37,6 +38,10 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::st
     dup2(out[1], STDOUT_FILENO);
     dup2(err, STDERR_FILENO);
     signal(SIGPIPE, SIG_DFL);
+    if (memory_limit > 0) {
+      const rlimit cap{static_cast<rlim_t>(memory_limit), static_cast<rlim_t>(memory_limit)};
+      setrlimit(RLIMIT_DATA, &cap);
+    }
     execvp(args[0], args.data());
     int e = errno;
     (void)!write(exec_error[1], &e, sizeof e);

@@ -2,6 +2,7 @@
 // under the worker protocol. A child that crashes or hangs never takes the engine with it.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <sys/types.h>
@@ -12,9 +13,11 @@ namespace pt2diff {
 class WorkerProcess {
  public:
   /// Starts `argv` (argv[0] looked up on PATH) in its own process group, its stdin and stdout
-  /// connected to this process and its stderr appended to `stderr_path`. Throws std::runtime_error
-  /// when it cannot be started.
-  WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path);
+  /// connected to this process and its stderr appended to `stderr_path`; `memory_limit` > 0 caps the
+  /// bytes it (and every process it starts) may allocate (RLIMIT_DATA: an allocation past it fails in
+  /// the child, where the kernel's OOM killer could otherwise take any process). Throws
+  /// std::runtime_error when it cannot be started.
+  WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path, int64_t memory_limit = 0);
   /// Kills the whole process group (the worker and compilers it started) if still running.
   ~WorkerProcess();
   WorkerProcess(const WorkerProcess&) = delete;

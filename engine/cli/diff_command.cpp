@@ -55,6 +55,7 @@ class DiffCommand final : public Command {
     BoundInputs bound = inputs_.bind(program);
     DiffOptions options = diff_options(program, graph_, inputs_, compiler_, rule_, search_);
     options.repro_dir = repro_dir_;
+    cap_own_memory(options.max_memory);
     TerminalProgress progress;
     options.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };
     DiffResult result = diff(program, bound, options);

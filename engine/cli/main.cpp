@@ -7,6 +7,7 @@
 #include <c10/util/Exception.h>
 #include <cstdlib>
 #include <iostream>
+#include <new>
 #include <vector>
 
 #include "engine/cli/command.h"
@@ -73,8 +74,23 @@ int main(int argc, char** argv) {
   } catch (const pt2diff::Error& e) {
     std::cerr << "pt2diff: " << e.what() << "\n";
     return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    std::cerr << "pt2diff: out_of_memory: pt2diff's own runs went past their memory limit (--max-memory): raise it, or use "
+                 "smaller inputs\n";
+    return 4;
   } catch (const c10::Error& e) {
-    std::cerr << "pt2diff: internal error (libtorch): " << pt2diff::first_line(e.what()) << "\n";
+    // The CPU allocator's message: "[enforce fail at alloc_cpu.cpp:N] err == 0. DefaultCPUAllocator: can't
+    // allocate memory: you tried to allocate B bytes. ..." (or "not enough memory"), over several lines.
+    const std::string text = e.what();
+    for (const char* said : {"can't allocate memory", "not enough memory"})
+      if (const auto at = text.find(said); at != std::string::npos) {
+        const auto from = text.rfind("DefaultCPUAllocator", at);
+        const std::string what = pt2diff::first_line(text.substr(from == std::string::npos ? at : from));
+        std::cerr << "pt2diff: out_of_memory: pt2diff's own runs went past their memory limit (--max-memory): " << what
+                  << "; raise --max-memory, or use smaller inputs\n";
+        return 4;
+      }
+    std::cerr << "pt2diff: internal error (libtorch): " << pt2diff::first_line(text) << "\n";
     return 3;
   } catch (const std::exception& e) {
     std::cerr << "pt2diff: internal error: " << e.what() << "\n";

@@ -4,8 +4,11 @@
 #include "pt2diff/error.h"
 #include "pt2diff/advanced/interpreter.h"
 
+#include <cstdlib>
 #include <fmt/format.h>
+#include <fstream>
 #include <iostream>
+#include <sys/resource.h>
 
 namespace pt2diff::cli {
 
@@ -181,6 +184,20 @@ DiffOptions diff_options(const Program& program, const GraphOptions& graph, cons
   options.top = search.top;
   options.max_memory = inputs.max_memory;
   return options;
+}
+
+void cap_own_memory(int64_t max_memory) {
+  const int64_t limit = memory_limit_for(max_memory);
+  if (limit <= 0) return;
+  std::ifstream status("/proc/self/status");
+  int64_t held_kib = 0;
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmData:", 0) == 0) held_kib = std::strtoll(line.c_str() + 7, nullptr, 10);
+  const rlim_t cap = static_cast<rlim_t>(held_kib * 1024 + limit);
+  rlimit current{};
+  if (getrlimit(RLIMIT_DATA, &current) == 0 && current.rlim_cur != RLIM_INFINITY && current.rlim_cur < cap) return;  // tighter already
+  const rlimit wanted{cap, current.rlim_max == RLIM_INFINITY || current.rlim_max >= cap ? cap : current.rlim_max};
+  setrlimit(RLIMIT_DATA, &wanted);
 }
 
 int report_compile_failures(const DiffResult& result) {

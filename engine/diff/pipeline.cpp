@@ -7,6 +7,7 @@
 #include "engine/diff/stages.h"
 #include "engine/execution/device_memory.h"
 #include "engine/execution/math_settings.h"
+#include "graphs/memory_estimate.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {
@@ -65,6 +66,7 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
   // Progress lines during localization say which probe a compile belongs to.
   auto step = std::make_shared<std::string>();
   BackendOptions backend_options = options.backend;
+  if (backend_options.memory_limit == 0) backend_options.memory_limit = memory_limit_for(options.max_memory);
   if (options.backend.on_wait)
     backend_options.on_wait = [step, user = options.backend.on_wait](const std::string& activity, double elapsed) {
       user(step->empty() ? activity : "[" + *step + "] " + activity, elapsed);
@@ -89,7 +91,9 @@ std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, con
   const Node& end = last.empty() ? begin : find(last);
   if (end.id < begin.id)
     throw Error(Error::Kind::Usage, fmt::format("the window's last node '{}' comes before its first '{}' in graph order", end.name, begin.name));
-  std::unique_ptr<Backend> backend = make_backend(options.compiled, program, options.backend);
+  BackendOptions backend_options = options.backend;
+  if (backend_options.memory_limit == 0) backend_options.memory_limit = memory_limit_for(options.max_memory);
+  std::unique_ptr<Backend> backend = make_backend(options.compiled, program, backend_options);
   RunState state(program, inputs, options, *backend, std::make_shared<std::string>());
   const MathSettingsScope math(options.backend);
   plan_run(state);

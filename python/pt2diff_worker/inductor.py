@@ -15,7 +15,7 @@ import torch
 
 from . import kernel_map
 from .archive import Archive
-from .protocol import PROTOCOL, Failure, describe
+from .protocol import PROTOCOL, Failure, describe, failure_kind
 
 
 def config_value(text):
@@ -156,7 +156,7 @@ class Worker:
         except Failure:
             raise
         except Exception as e:  # noqa: BLE001 - the compiler's message is the point
-            raise Failure("compile_failed", describe(e), traceback.format_exc())
+            raise Failure(failure_kind(e, "compile_failed"), describe(e), traceback.format_exc())
         self.regions[req["region"]] = (compiled, input_names, settings, payloads)
         reply = {"eager": len(eager)} if eager else {}  # how many nodes were left eager: the engine checks
         if req.get("observe"):
@@ -190,7 +190,7 @@ class Worker:
             if saved_dir is not None:
                 observed = kernel_map.aoti_saved(saved_dir, payloads)
         except Exception as e:  # noqa: BLE001
-            raise Failure("run_failed", describe(e), traceback.format_exc())
+            raise Failure(failure_kind(e, "run_failed"), describe(e), traceback.format_exc())
         finally:
             if saved_dir is not None:
                 shutil.rmtree(saved_dir, ignore_errors=True)

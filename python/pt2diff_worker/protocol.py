@@ -43,8 +43,33 @@ def describe(e):
         e = inner
     text = str(e)
     line = f"{type(e).__name__}: {first_line(text)}"
+    if first_line(text).startswith("[enforce fail"):  # c10's check header, then the failed condition: the words follow
+        words = text.split("]", 1)[-1].strip()
+        words = words.split(". ", 1)[-1] if ". " in words else words  # "err == 0. DefaultCPUAllocator: ..."
+        line = f"{type(e).__name__}: {first_line(words)}"
     errors = [l.strip() for l in text.splitlines() if " error: " in l]
     return f"{line}: {errors[0]}" if errors else line
+
+
+#: What allocators say when an allocation fails: Python's MemoryError, torch's CPU allocator
+#: ("DefaultCPUAllocator: not enough memory"/"can't allocate memory"), CUDA's OutOfMemoryError, and a C++
+#: compiler the worker started that ran past the same limit ("virtual memory exhausted", "out of memory").
+_OUT_OF_MEMORY = ("not enough memory", "can't allocate memory", "out of memory", "virtual memory exhausted",
+                  "cannot allocate memory", "std::bad_alloc")
+
+
+def failure_kind(e, otherwise):
+    """The protocol's error kind for exception `e`: "out_of_memory" when an allocation failed (the worker
+    runs under the engine's memory limit, RLIMIT_DATA), else `otherwise` ("compile_failed", "run_failed")."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError":
+            return "out_of_memory"
+        if any(s in str(e).lower() for s in _OUT_OF_MEMORY):
+            return "out_of_memory"
+        e = getattr(e, "inner_exception", None) or e.__cause__ or e.__context__
+    return otherwise
 
 
 def protocol_channel():

@@ -1,0 +1,61 @@
+// The memory limit (issue 34): the worker starts under RLIMIT_DATA = BackendOptions::memory_limit, and the
+// CLI caps its own allocations (cap_own_memory), so an oversized case fails with an allocation error instead
+// of waking the kernel's OOM killer. The end-to-end check (a worker allocating past --max-memory: exit 4,
+// out_of_memory, one line) is tests/engine/backends/memory_hog.py.
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "engine/backends/worker_process.h"
+#include "engine/cli/command.h"
+#include "graphs/memory_estimate.h"
+
+namespace pt2diff {
+namespace {
+
+TEST(MemoryLimit, TheWorkerStartsUnderTheCap) {
+  WorkerProcess child({"sh", "-c", "ulimit -d"}, "/dev/null", 256LL << 20);
+  std::string line;
+  ASSERT_EQ(child.read_line(line, 30, [](double) {}), WorkerProcess::Read::Line);
+  EXPECT_EQ(line, "262144");  // KiB
+  WorkerProcess unlimited({"sh", "-c", "ulimit -d"}, "/dev/null");
+  ASSERT_EQ(unlimited.read_line(line, 30, [](double) {}), WorkerProcess::Read::Line);
+  EXPECT_EQ(line, "unlimited");
+}
+
+TEST(MemoryLimit, MaxMemoryNamesTheLimit) {
+  EXPECT_EQ(memory_limit_for(1LL << 30), 1LL << 30);
+  EXPECT_EQ(memory_limit_for(-1), 0);  // --max-memory none
+  const auto available = available_memory();
+  if (available) EXPECT_GT(memory_limit_for(0), 0);  // the memory available now
+}
+
+TEST(MemoryLimit, TheCliCapTurnsAnOversizedAllocationIntoAnError) {
+  // In a child: the cap stays there.
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    cli::cap_own_memory(64LL << 20);
+    try {
+      at::Tensor t = at::empty({1LL << 28});  // 1 GiB of float32, past 64 MiB
+      std::_Exit(1);
+    } catch (const c10::Error& e) {
+      const std::string what = e.what();
+      std::_Exit(what.find("not enough memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos ? 0 : 2);
+    } catch (...) {
+      std::_Exit(3);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was killed: the cap did not hold";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the allocation succeeded; 2: another error; 3: not a c10::Error";
+}
+
+}  // namespace
+}  // namespace pt2diff
