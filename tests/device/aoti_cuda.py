@@ -31,7 +31,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
-from models_cuda import TinyDecoder  # noqa: E402
+from models_cuda import TinyDecoder, seeded_decoder  # noqa: E402
 
 BUG_WORKER = os.path.join(ROOT, "tests", "engine", "localize", "lowering_bug_worker.py")
 PLANT = {"PT2DIFF_PLANT_OP": "rsqrt", "PT2DIFF_PLANT_ERROR": "0.05"}
@@ -75,9 +75,7 @@ def report(path):
 def main():
     cli = sys.argv[1]
     assert torch.cuda.is_available(), "needs a CUDA device"
-    torch.manual_seed(0)
-    model = TinyDecoder().to("cuda", torch.bfloat16).eval()
-    ids = torch.randint(0, 512, (2, 32), device="cuda")
+    model, ids = seeded_decoder()
     tmp = tempfile.mkdtemp(prefix="aoti-cuda-")
     archive, inputs = os.path.join(tmp, "decoder.pt2"), os.path.join(tmp, "decoder_inputs.pt")
     torch.export.save(torch.export.export(model, (ids,)), archive)

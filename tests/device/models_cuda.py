@@ -44,3 +44,10 @@ class TinyDecoder(torch.nn.Module):
         for blk in self.blocks:
             x = blk(x)
         return self.head(self.norm(x))
+
+
+def seeded_decoder(device="cuda"):
+    """The suite's bf16 TinyDecoder on `device` (seed 0) and its token ids, shape [2, 32]."""
+    torch.manual_seed(0)
+    model = TinyDecoder().to(device, torch.bfloat16).eval()
+    return model, torch.randint(0, 512, (2, 32), device=device)

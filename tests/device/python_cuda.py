@@ -25,7 +25,7 @@ import time
 import torch
 
 import pt2diff
-from models_cuda import TinyDecoder
+from models_cuda import seeded_decoder
 from pt2diff.testing import assert_agrees
 
 
@@ -41,9 +41,7 @@ def check(ok, what):
 def main():
     cli = sys.argv[1]
     assert torch.cuda.is_available(), "needs a CUDA device"
-    torch.manual_seed(0)
-    model = TinyDecoder().to("cuda", torch.bfloat16).eval()
-    ids = torch.randint(0, 512, (2, 32), device="cuda")
+    model, ids = seeded_decoder()
 
     # Each of the two timed runs (in memory, then the CLI) compiles cold: its own Inductor and Triton caches.
     caches = tempfile.TemporaryDirectory()
