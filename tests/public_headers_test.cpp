@@ -41,6 +41,7 @@ TEST(FailureKinds, HaveTheNamesTheReportSchemaUses) {
   EXPECT_STREQ(failure_kind_name(FailureKind::WorkerDied), "worker_died");
   EXPECT_STREQ(failure_kind_name(FailureKind::TimedOut), "timed_out");
   EXPECT_STREQ(failure_kind_name(FailureKind::Unusable), "unusable");
+  EXPECT_STREQ(failure_kind_name(FailureKind::OutOfMemory), "out_of_memory");
   EXPECT_STREQ(failure_kind_name(std::optional<FailureKind>{}), "");
   EXPECT_TRUE(loses_compiler(FailureKind::TimedOut));
   EXPECT_FALSE(loses_compiler(FailureKind::CompileFailed));

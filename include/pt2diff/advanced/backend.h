@@ -61,7 +61,7 @@ class BackendFailure : public std::runtime_error {
   using Kind = FailureKind;  ///< pt2diff/failure.h
   BackendFailure(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   Kind kind() const { return kind_; }
-  /// failure_kind_name(kind()): "compile_failed", "run_failed", "worker_died", "timed_out", "unusable".
+  /// failure_kind_name(kind()): "compile_failed", "run_failed", "worker_died", "timed_out", "unusable", "out_of_memory".
   const char* kind_name() const { return failure_kind_name(kind_); }
 
  private:

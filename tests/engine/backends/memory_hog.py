@@ -69,7 +69,16 @@ def main():
                r.stderr)
         expect(f"under RLIMIT_DATA {1 << 30}," in lines[0], "the worker ran under RLIMIT_DATA = --max-memory", lines[0])
         with open(report) as f:
-            compiles = json.load(f)["compiles"]
+            whole = json.load(f)
+        compiles = whole["compiles"]
+        try:
+            import jsonschema
+        except ImportError:
+            jsonschema = None
+        if jsonschema is not None:
+            with open(os.path.join(HERE, "..", "..", "..", "docs", "report.schema.json")) as f:
+                jsonschema.validate(whole, json.load(f))
+            print("ok: the report validates against docs/report.schema.json")
         expect(compiles and compiles[0]["failure"] == "out_of_memory", "the report records the compile as out_of_memory",
                json.dumps(compiles))
     out, _ = bystander.communicate(timeout=60)
