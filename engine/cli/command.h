@@ -72,10 +72,10 @@ struct CompilerOptions {
 /// One stderr line per failed compile; returns the exit code 4 when any failed, else 0.
 int report_compile_failures(const DiffResult& result);
 
-/// Caps this process's allocations at what it holds now plus memory_limit_for(max_memory) (RLIMIT_DATA;
+/// Caps this process's allocations at what it holds now plus memory_limit_for(max_memory), at least 1 GiB (RLIMIT_DATA;
 /// the worker gets its own cap, BackendOptions::memory_limit): an oversized run fails with an allocation
 /// error, reported by main() as out_of_memory (exit 4), instead of waking the kernel's OOM killer. The CLI
-/// only: the Python module never limits the user's process.
+/// only: the Python module never limits the user's process; not under AddressSanitizer.
 void cap_own_memory(int64_t max_memory);
 
 /// --rule, --tol, the multipliers, --suspicious-ratio and the node verdict's --node-ratio, --node-fail-ratio:

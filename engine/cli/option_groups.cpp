@@ -4,6 +4,7 @@
 #include "pt2diff/error.h"
 #include "pt2diff/advanced/interpreter.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fstream>
@@ -187,8 +188,17 @@ DiffOptions diff_options(const Program& program, const GraphOptions& graph, cons
 }
 
 void cap_own_memory(int64_t max_memory) {
-  const int64_t limit = memory_limit_for(max_memory);
-  if (limit <= 0) return;
+#if defined(__SANITIZE_ADDRESS__)
+  return;  // ASan maps its own shadow and quarantine: a data cap breaks the sanitizer, not the run
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return;
+#endif
+#endif
+  // At least 1 GiB over what is held: libtorch allocates at exit too, and a tiny --max-memory is refused by
+  // the estimate (exit 2) before anything large is allocated.
+  const int64_t limit = std::max<int64_t>(memory_limit_for(max_memory), int64_t{1} << 30);
+  if (memory_limit_for(max_memory) <= 0) return;
   std::ifstream status("/proc/self/status");
   int64_t held_kib = 0;
   for (std::string line; std::getline(status, line);)
