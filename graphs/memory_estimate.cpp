@@ -1,6 +1,7 @@
 // graphs/memory_estimate.cpp — sizes from TensorMeta (hints for dynamic dims), summed in doubles.
 #include "graphs/memory_estimate.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fmt/format.h>
@@ -101,9 +102,13 @@ std::optional<int64_t> available_memory() {
 }
 
 int64_t memory_limit_for(int64_t max_memory) {
-  if (max_memory > 0) return max_memory;
+  // At least 1 GiB: Python and torch need about half of it to start, libtorch allocates at exit too, and a
+  // smaller --max-memory is the estimate's to refuse (exit 2) before anything large is allocated.
+  constexpr int64_t kFloor = int64_t{1} << 30;
+  if (max_memory > 0) return std::max(max_memory, kFloor);
   if (max_memory < 0) return 0;
-  return available_memory().value_or(0);
+  const int64_t available = available_memory().value_or(0);
+  return available > 0 ? std::max(available, kFloor) : 0;
 }
 
 void check_memory(const Graph& graph, bool exploded, int64_t max_memory, const std::map<std::string, int64_t>& symbols) {

@@ -45,8 +45,8 @@ void check_memory(const Graph& graph, bool exploded, int64_t max_memory, const s
 std::optional<int64_t> available_memory();
 
 /// The per-process memory limit `max_memory` (--max-memory, DiffOptions::max_memory) stands for
-/// (BackendOptions::memory_limit): the bytes it names; for 0, the memory available now; negative, or
-/// unknown, 0 (no limit).
+/// (BackendOptions::memory_limit): the bytes it names; for 0, the memory available now; at least 1 GiB;
+/// negative, or unknown, 0 (no limit).
 int64_t memory_limit_for(int64_t max_memory);
 
 }  // namespace pt2diff

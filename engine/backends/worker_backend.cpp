@@ -273,10 +273,8 @@ struct WorkerBackend::Impl {
     compiled_here.clear();
     try {
       // A CPU worker only: a CUDA worker's driver maps host memory RLIMIT_DATA may count (not yet tried on a GPU).
-      // At least 1 GiB: Python and torch need about half of it to start at all.
       const bool on_cpu = options.device.rfind("cuda", 0) != 0;
-      const int64_t cap = options.memory_limit > 0 ? std::max<int64_t>(options.memory_limit, int64_t{1} << 30) : 0;
-      process = std::make_unique<WorkerProcess>(argv, stderr_log().string(), on_cpu ? cap : 0);
+      process = std::make_unique<WorkerProcess>(argv, stderr_log().string(), on_cpu ? options.memory_limit : 0);
     } catch (const std::exception& e) {
       throw BackendFailure(BackendFailure::Kind::Unusable, fmt::format("cannot start the {}: {}", label, e.what()));
     }

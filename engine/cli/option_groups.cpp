@@ -4,7 +4,6 @@
 #include "pt2diff/error.h"
 #include "pt2diff/advanced/interpreter.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fstream>
@@ -195,10 +194,8 @@ void cap_own_memory(int64_t max_memory) {
   return;
 #endif
 #endif
-  // At least 1 GiB over what is held: libtorch allocates at exit too, and a tiny --max-memory is refused by
-  // the estimate (exit 2) before anything large is allocated.
-  const int64_t limit = std::max<int64_t>(memory_limit_for(max_memory), int64_t{1} << 30);
-  if (memory_limit_for(max_memory) <= 0) return;
+  const int64_t limit = memory_limit_for(max_memory);
+  if (limit <= 0) return;
   std::ifstream status("/proc/self/status");
   int64_t held_kib = 0;
   for (std::string line; std::getline(status, line);)

@@ -55,7 +55,7 @@ struct BackendOptions {
   /// Bytes each worker process (and the compilers it starts) may allocate: its RLIMIT_DATA, so that an
   /// oversized case fails as FailureKind::OutOfMemory instead of waking the kernel's OOM killer. 0: no
   /// limit. diff() sets it from DiffOptions::max_memory: the bytes it names; for 0, the memory available
-  /// when the run starts; for a negative value, none. CPU workers only (not yet tried with CUDA's driver).
+  /// when the run starts (at least 1 GiB either way); for a negative value, none. CPU workers only (not yet tried with CUDA's driver).
   int64_t memory_limit = 0;
   WaitCallback on_wait;
 };
