@@ -97,8 +97,9 @@ std::string with_stderr_caught(F&& body) {
 class PackageRegion final : public CompiledRegion {
  public:
   PackageRegion(torch::inductor::AOTIModelPackageLoader& loader, const Program& program, RegionSpec region, std::string package,
-                std::string device_type)
-      : loader_(loader), program_(program), region_(std::move(region)), package_(std::move(package)), device_type_(std::move(device_type)) {}
+                std::string device_type, at::Device device)
+      : loader_(loader), program_(program), region_(std::move(region)), package_(std::move(package)), device_type_(std::move(device_type)),
+        device_(device) {}
 
   std::vector<c10::IValue> run(const std::vector<c10::IValue>& inputs) override {
     const Graph& g = program_.ir.graph;
@@ -110,7 +111,9 @@ class PackageRegion final : public CompiledRegion {
       if (!value.isTensor())
         throw BackendFailure(BackendFailure::Kind::Unusable,
                              fmt::format("input '{}' is a {}: AOTInductor packages take tensors only", g.value(v).name, value.tagKind()));
-      user.push_back(value.toTensor());
+      // The run's inputs are read onto the host; the package runs where the run does (its device type was
+      // checked against the run's when the backend was made). Layout is kept: the guards judge strides.
+      user.push_back(value.toTensor().to(device_));
     }
     // AOTI's own checklist, done before the package runs: every violation, each naming its input.
     if (const auto broken = package_guard_violations(program_, user, device_type_); broken.size() == 1)
@@ -166,6 +169,7 @@ class PackageRegion final : public CompiledRegion {
   const Program& program_;
   RegionSpec region_;
   std::string package_, device_type_;
+  at::Device device_;
 };
 
 class AotiBackend final : public Backend, public TwinBackend {
@@ -239,7 +243,7 @@ class AotiBackend final : public Backend, public TwinBackend {
       }
     }
     last_compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return std::make_unique<PackageRegion>(*loader_, program_, region, package_, device_type_);
+    return std::make_unique<PackageRegion>(*loader_, program_, region, package_, device_type_, at::Device(options_.device));
   }
 
  private:

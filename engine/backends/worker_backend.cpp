@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <regex>
 #include <fmt/ranges.h>
 #include <fstream>
 #include <map>
@@ -49,6 +50,47 @@ std::string last_lines(const fs::path& file, size_t count) {
   std::string out;
   for (size_t i = lines.size() > count ? lines.size() - count : 0; i < lines.size(); ++i) out += (out.empty() ? "" : " | ") + lines[i];
   return out;
+}
+
+/// For a worker killed by a signal in native code, what faulthandler printed: "Fatal Python error:
+/// Segmentation fault in launch (torch/_inductor/.../runner.py:41), called from run (inductor.py:188)":
+/// the innermost Python frame and, when that is a library's, the innermost of the worker's own code (a
+/// frame outside the Python installation, or pt2diff_worker's wherever it is installed). "" if none.
+std::string fatal_error(const fs::path& file) {
+  static const std::regex frame_line(R"re(^  File "([^"]*)", line (\d+) in (.*)$)re");
+  std::ifstream in(file);
+  std::string fatal;
+  std::vector<std::string> lines;  // the crashing thread's frames, innermost first
+  bool in_stack = false, done = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Fatal Python error:", 0) == 0) {
+      fatal = line, lines.clear(), in_stack = false, done = false;
+    } else if (!fatal.empty() && !done) {
+      if (line.find("(most recent call first)") != std::string::npos) in_stack = true;
+      else if (in_stack && line.rfind("  File ", 0) == 0) lines.push_back(line);
+      else if (in_stack) done = true;  // the first thread's stack is the crashing one
+    }
+  }
+  if (fatal.empty()) return "";
+  auto describe = [](const std::string& line, bool* library) {
+    std::smatch m;
+    if (!std::regex_match(line, m, frame_line)) return line;
+    const std::string path = m[1].str();
+    if (library)
+      *library = path.find("pt2diff_worker") == std::string::npos &&
+                 (path.find("/lib/python3") != std::string::npos || path.find("/site-packages/") != std::string::npos);
+    const std::string base = fs::path(path).filename().string();
+    return fmt::format("{} ({}:{})", m[3].str(), base, m[2].str());
+  };
+  if (lines.empty()) return fatal;
+  bool library = false;
+  std::string where = fatal + " in " + describe(lines[0], &library);
+  for (size_t i = 1; library && i < lines.size(); ++i) {
+    bool lib = false;
+    const std::string d = describe(lines[i], &lib);
+    if (!lib) return where + ", called from " + d;
+  }
+  return where;
 }
 
 std::string read_file(const fs::path& p) {
@@ -230,7 +272,8 @@ struct WorkerBackend::Impl {
 
   std::string died_message(const std::string& activity) {
     std::string how = process ? process->exit_description() : "did not start";
-    std::string tail = last_lines(stderr_log(), 3);
+    std::string tail = fatal_error(stderr_log());
+    if (tail.empty()) tail = last_lines(stderr_log(), 3);
     return fmt::format("the {} died while {} ({}){}", label, activity, how, tail.empty() ? "" : ": " + tail);
   }
 

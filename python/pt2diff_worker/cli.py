@@ -49,6 +49,10 @@ def main(argv=None, prog=None):
     requests on stdin until `shutdown` or end of input."""
     args = parse_args(argv, prog)
     setup_environment(args.cache_dir)
+    # A crash in native code (a segfault in a kernel, in a package's runtime) prints the Python frames it
+    # happened under to stderr, the engine's log of the worker: its death message names the innermost one.
+    import faulthandler
+    faulthandler.enable()
     from .protocol import protocol_channel, serve
     # The engine reads stdout as the protocol channel: keep everything else off it, torch's import included.
     replies = protocol_channel()

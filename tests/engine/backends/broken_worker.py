@@ -7,6 +7,8 @@ MODE says how it breaks:
   crash        kill itself with SIGKILL when asked to compile (like a compiler segfault or the OOM killer),
                every time; the same as die_at_compile
   die_at_OP    kill itself with SIGKILL on receiving request OP (hello, load, compile, run), every time
+  segfault     crash with SIGSEGV in native code when asked to compile, under faulthandler (as
+               pt2diff_worker runs), every time
   crash_once   die the first time; on restart become the real Inductor worker (needs STATE_DIR)
   hang         never answer a compile
   hang_with_child  the same, after starting a subprocess of its own that sleeps (a compiler's helper)
@@ -91,6 +93,16 @@ def run(req):
         os.truncate(out, os.path.getsize(out) // 2)
 
 
+def compile_natively():
+    """A segfault in native code, as a compiler's or a package runtime's would be."""
+    import ctypes
+    ctypes.string_at(0)
+
+
+if mode == "segfault":
+    import faulthandler
+    faulthandler.enable()
+
 for line in sys.stdin:
     req = json.loads(line)
     reply = {"id": req.get("id"), "ok": True, "seconds": 0.0}
@@ -101,6 +113,8 @@ for line in sys.stdin:
         print(f"broken_worker: about to die while {'compiling' if op == 'compile' else 'answering ' + op}",
               file=sys.stderr, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
+    if op == "compile" and mode == "segfault":
+        compile_natively()
     if op == "hello":
         reply.update({"worker": "broken", "protocol": 0 if mode == "old_protocol" else 1})
     elif op == "compile":

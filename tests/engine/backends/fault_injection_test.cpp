@@ -190,6 +190,19 @@ TEST(WorkerKilled, AtLoadIsWorkerDiedAfterOneRestart) { killed_at("load", "loadi
 TEST(WorkerKilled, AtCompileIsWorkerDiedAfterOneRestart) { killed_at("compile", "compiling 3 nodes"); }
 TEST(WorkerKilled, AtRunIsWorkerDiedAfterOneRestart) { killed_at("run", "running 3 nodes"); }
 
+/// A segfault in native code under faulthandler (pt2diff_worker enables it): the message names the fatal
+/// error and the innermost Python frame, not the last lines of whatever the log held before.
+TEST(WorkerKilled, BySegfaultNamesItsPythonFrame) {
+  FaultRun run("segfault");
+  DiffResult r = Mlp().diff_with(run.spec("segfault"), 60, /*exploded=*/false);
+  expect_failed(r, "worker_died", "the external worker died while compiling 3 nodes, linear .. linear_1 (killed by signal 11");
+  const std::string& m = r.compiles.front().message;
+  // The innermost frame is the library's (ctypes); the worker's own frame under it is named too.
+  EXPECT_NE(m.find("Fatal Python error: Segmentation fault in string_at (__init__.py:"), std::string::npos) << m;
+  EXPECT_NE(m.find("), called from compile_natively (broken_worker.py:"), std::string::npos) << m;
+  run.expect_no_leftovers();
+}
+
 /// The same through the CLI: exit code 4, the JSON report written, nothing left.
 void cli_killed_at(const std::string& op) {
   FaultRun run("cli_killed_at_" + op);
