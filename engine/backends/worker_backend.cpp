@@ -66,9 +66,10 @@ std::string fatal_error(const fs::path& file) {
     if (line.rfind("Fatal Python error:", 0) == 0) {
       fatal = line, lines.clear(), in_stack = false, done = false;
     } else if (!fatal.empty() && !done) {
-      if (line.find("(most recent call first)") != std::string::npos) in_stack = true;
+      // The crashing thread is "Current thread 0x... (most recent call first):", printed after the others.
+      if (line.rfind("Current thread", 0) == 0) in_stack = true;
       else if (in_stack && line.rfind("  File ", 0) == 0) lines.push_back(line);
-      else if (in_stack) done = true;  // the first thread's stack is the crashing one
+      else if (in_stack) done = true;
     }
   }
   if (fatal.empty()) return "";

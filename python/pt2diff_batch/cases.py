@@ -104,16 +104,28 @@ def _capture_dir(folder, options):
     cases = []
     for entry in graphs:
         if not isinstance(entry, dict) or not isinstance(entry.get("archive"), str):
-            raise SourceError(f"{index}: an entry without an archive name ({str(entry)[:80]}); recapture")
+            raise SourceError(f"{index}: an entry without an archive name ({_clip(entry)}); recapture")
+        if any(isinstance(entry.get(k), str) and "\0" in entry[k] for k in ("archive", "inputs")):
+            raise SourceError(f"{index}: an entry whose archive or inputs name holds a NUL byte ({_clip(entry)}); recapture")
         archive = os.path.join(folder, entry["archive"])
         inputs = os.path.join(folder, entry["inputs"]) if isinstance(entry.get("inputs"), str) else None
+        # pt2diff_capture writes strings or null: anything else is unknown (the index was edited or damaged).
+        where = entry.get("where") if isinstance(entry.get("where"), str) else None
         case = Case(name=os.path.normpath(archive), graph=os.path.abspath(archive), inputs=inputs and os.path.abspath(inputs),
-                    options=list(options), source=folder, where=entry.get("where"))
+                    options=list(options), source=folder, where=where)
         if entry.get("status") != "ok":
             case.failure = "export_failed" if entry.get("status") == "export_failed" else "not_captured"
-            case.message = entry.get("error") or f"capture status {entry.get('status')!r}: the graph was never called"
+            error = entry.get("error")
+            case.message = (error if isinstance(error, str) and error else
+                            f"capture status {_clip(entry.get('status'), 40)}: the graph was never called")
         cases.append(case)
     return cases
+
+
+def _clip(value, width=80):
+    """`value` as one short line, for a message."""
+    text = " ".join((value if isinstance(value, str) else repr(value)).split())
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _manifest(path, options):
@@ -136,6 +148,8 @@ def _manifest(path, options):
             extra = shlex.split(cols[2]) if len(cols) > 2 else []
         except ValueError as e:
             raise SourceError(f"{path}:{number}: the options column does not parse ({e})") from None
+        if "\0" in graph or "\0" in inputs:
+            raise SourceError(f"{path}:{number}: a NUL byte in a path; a manifest line is GRAPH<TAB>INPUTS[<TAB>OPTIONS]")
         graph_path = os.path.join(base, graph)
         inputs_path = os.path.join(base, inputs) if inputs and inputs != "-" else None
         cases.append(Case(name=os.path.normpath(os.path.join(os.path.dirname(path), graph)), graph=os.path.abspath(graph_path),
