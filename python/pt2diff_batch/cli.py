@@ -13,7 +13,7 @@ from . import summary as summary_mod
 from .cases import SourceError, assign_keys, discover
 from .executors import run_local, run_ray
 from .progress import Progress
-from .rows import occurrence
+from .rows import RERUN_ON_RESUME, occurrence
 from .runner import RESERVED_FLAGS, CaseConfig, GpuSlots, MemoryGate, available_memory, kill_running, visible_gpus
 from .store import Store, StoreError, write_atomic
 
@@ -114,7 +114,7 @@ def run(args, case_options):
     rows = {}
     for key in first:
         row = store.finished(key) if args.resume else None
-        if row is not None:
+        if row is not None and row.get("failure") not in RERUN_ON_RESUME:  # a lost worker's case runs again
             rows[key] = row
     todo = [case for key, case in first.items() if key not in rows]
 

@@ -88,6 +88,18 @@ def export_device(case, config):
         return "cpu"
 
 
+def lost_row(error, task_error_type):
+    """The failure and message of a case whose Ray task gave `error` instead of a row. The task's own code
+    raised (a `task_error_type`, RayTaskError): `crashed`. Anything else (WorkerCrashedError, NodeDiedError,
+    ObjectLostError, OwnerDiedError...) means Ray lost the process or node running it: `worker_lost`,
+    which --resume runs again."""
+    last = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+    if isinstance(error, task_error_type):
+        return {"failure": "crashed", "message": "the Ray task failed: " + last}
+    return {"failure": "worker_lost", "message": f"Ray lost the worker running it ({type(error).__name__}: {last[:300]}): "
+                                                 "rerun with --resume"}
+
+
 def run_ray(cases, store, config, address, finish, *, cpus=1, gpus=None, ship=False, on_start=None):
     """Runs `cases` as Ray tasks on the cluster at `address` ("auto": the one this machine belongs to),
     each asking for `cpus` CPUs and `gpus` GPUs. gpus=None (the default): one GPU for a case that runs on a
@@ -135,10 +147,10 @@ def run_ray(cases, store, config, address, finish, *, cpus=1, gpus=None, ship=Fa
             case, attempt = pending.pop(done[0])
             try:
                 row, files = ray.get(done[0])
-            except Exception as e:  # noqa: BLE001 - the task's worker died, the node went away...
+            except Exception as e:  # noqa: BLE001 - the task's code raised, or its worker or node was lost
                 row, files = make_row(case, inspect=None, returncode=None, timed_out=False, report=None, stderr="",
                                       seconds=0.0, inspect_seconds=0.0, timeout=config.timeout), None
-                row.update(failure="crashed", message="the Ray task failed: " + (str(e).strip().splitlines() or [type(e).__name__])[-1])
+                row.update(lost_row(e, ray.exceptions.RayTaskError))
             # The row names the driver's paths, whatever the node saw.
             row.update(graph=case.graph, inputs=case.inputs)
             finish(case, attempt, row, files)

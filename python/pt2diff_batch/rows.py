@@ -15,11 +15,16 @@ FAILURE_KINDS = (
     "internal_error",  # exit 3, or a report missing or unreadable after exit 0/1: a bug in pt2diff
     "crashed",         # pt2diff was killed by a signal (SIGSEGV, the OOM killer's SIGKILL, ...)
     "hung",            # the case ran past --case-timeout: its process group was killed
+    "worker_lost",     # Ray lost the worker or node running it (killed, out of memory, the node went away): not
+                       # a property of the case; --resume runs it again (RERUN_ON_RESUME)
     "compile_failed", "run_failed", "worker_died", "timed_out", "unusable", "out_of_memory",  # exit 4: the compiler (failure.h)
     "compiler_failed",  # exit 4 without a compile record naming the kind
     "export_failed",   # a capture entry whose torch.export failed: there is no archive to diagnose
     "not_captured",    # a capture entry whose graph was never called
 )
+
+# Failures that say nothing about the case, only about where it ran: --resume runs these cases again.
+RERUN_ON_RESUME = ("worker_lost",)
 
 
 def _last_line(text):
