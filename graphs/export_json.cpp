@@ -409,6 +409,8 @@ ExportedGraph parse_exported_program(const std::string& json_text, const std::st
     j = json::parse(json_text);
   } catch (const json::parse_error& e) {
     bad(where, fmt::format("not valid JSON (byte {}): the archive is corrupt; re-save it with torch.export.save", e.byte));
+  } catch (const json::exception& e) {  // a number past double's range ("11e308"): out_of_range 406
+    bad(where, fmt::format("unreadable JSON ({}): the archive is corrupt; re-save it with torch.export.save", e.what()));
   }
   if (!j.is_object() || !j.contains("graph_module"))
     bad(where, "no 'graph_module': not an ExportedProgram written by torch.export.save");
