@@ -51,7 +51,7 @@ class StringReadAdapter final : public caffe2::serialize::ReadAdapterInterface {
   size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
     if (pos >= data_.size()) return 0;
     n = std::min<size_t>(n, data_.size() - pos);
-    std::memcpy(buf, data_.data() + pos, n);
+    if (n > 0) std::memcpy(buf, data_.data() + pos, n);  // an empty record's buffer may be null: memcpy(nullptr, .., 0) is UB
     return n;
   }
 
