@@ -26,16 +26,22 @@ def stamp():
 
 def curve(path):
     """[(seconds, executions, cov, ft)] and the findings (crash/leak/timeout lines) of one stamped log."""
-    points, findings = [], []
+    points, findings, why = [], [], ""
     with open(path, errors="replace") as f:
         for line in f:
             m = STAT.match(line)
             if m:
                 points.append((float(m.group(1)), int(m.group(2)), int(m.group(4)), int(m.group(5))))
-            elif re.search(r"ERROR: (libFuzzer|AddressSanitizer|UndefinedBehaviorSanitizer)|Uncaught Python exception|"
-                           r"SUMMARY: |Test unit written to", line):
-                findings.append(line.split(" ", 1)[-1].strip())
-    return points, findings
+            else:
+                # One finding per unit written (crash-, leak-, timeout-, oom-; slow units are not findings),
+                # named by the sanitizer's or Python's summary line just before it.
+                m = re.search(r"Test unit written to (\S*/)?((crash|leak|timeout|oom)-\w+)", line)
+                if re.search(r"SUMMARY: (AddressSanitizer|UndefinedBehaviorSanitizer)|Uncaught Python exception|"
+                             r"not a pt2diff::Error|ERROR: libFuzzer: (timeout|out-of-memory)", line):
+                    why = line.split(" ", 1)[-1].strip()
+                elif m and m.group(2) not in {f[0] for f in findings}:
+                    findings.append((m.group(2), why))
+    return points, [f"{unit}: {why}" for unit, why in findings]
 
 
 def table(paths):
