@@ -8,11 +8,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
-#include <regex>
 #include <fmt/ranges.h>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -40,6 +40,16 @@ fs::path make_exchange_dir() {
     if (mkdtemp(pattern.data())) return pattern;
   }
   throw Error(Error::Kind::Usage, "cannot create a private temporary directory for the worker's tensors (set TMPDIR)");
+}
+
+/// The worker's TMPDIR, on disk (AOTI packages and what their loader unpacks can be large): everything it and
+/// the compilers it starts leave there goes with the backend, even when the worker was killed before it could
+/// clean up (a SIGKILL after a timeout, the process group at shutdown).
+fs::path make_scratch_dir() {
+  std::string pattern = (fs::temp_directory_path() / "pt2diff-worker-XXXXXX").string();
+  if (mkdtemp(pattern.data())) return pattern;
+  throw Error(Error::Kind::Usage, fmt::format("cannot create a scratch directory for the worker in {} (set TMPDIR to a "
+                                              "writable directory)", fs::temp_directory_path().string()));
 }
 
 std::string last_lines(const fs::path& file, size_t count) {
@@ -223,6 +233,7 @@ struct WorkerBackend::Impl {
   std::string label;
   BackendOptions options;
   fs::path dir;
+  fs::path scratch;                          ///< the worker's TMPDIR (make_scratch_dir)
   std::unique_ptr<WorkerProcess> process;
   std::set<ValueId> state_values;            ///< weights: the worker reads them from the archive itself
   std::map<std::string, json> compiles;      ///< region id → its compile request, replayed after a restart
@@ -234,7 +245,7 @@ struct WorkerBackend::Impl {
   int files = 0;
 
   Impl(const Program& p, std::vector<std::string> a, std::string l, const BackendOptions& o)
-      : program(p), argv(std::move(a)), label(std::move(l)), options(o), dir(make_exchange_dir()) {
+      : program(p), argv(std::move(a)), label(std::move(l)), options(o), dir(make_exchange_dir()), scratch(make_scratch_dir()) {
     for (const InputSpec& spec : program.ir.input_specs)
       if (spec.kind == InputSpec::Kind::Parameter || spec.kind == InputSpec::Kind::Buffer ||
           spec.kind == InputSpec::Kind::TensorConstant)
@@ -252,6 +263,7 @@ struct WorkerBackend::Impl {
     }
     std::error_code ec;
     fs::remove_all(dir, ec);
+    fs::remove_all(scratch, ec);
   }
 
   fs::path stderr_log() const { return dir / "worker-stderr.log"; }
@@ -318,7 +330,8 @@ struct WorkerBackend::Impl {
     try {
       // A CPU worker only: a CUDA worker's driver maps host memory RLIMIT_DATA may count (not yet tried on a GPU).
       const bool on_cpu = options.device.rfind("cuda", 0) != 0;
-      process = std::make_unique<WorkerProcess>(argv, stderr_log().string(), on_cpu ? options.memory_limit : 0);
+      process = std::make_unique<WorkerProcess>(argv, stderr_log().string(), on_cpu ? options.memory_limit : 0,
+                                                std::vector<std::string>{"TMPDIR=" + scratch.string()});
     } catch (const std::exception& e) {
       throw BackendFailure(BackendFailure::Kind::Unusable, fmt::format("cannot start the {}: {}", label, e.what()));
     }

@@ -17,7 +17,27 @@
 
 namespace pt2diff {
 
-WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path, int64_t memory_limit) {
+namespace {
+
+/// This process's environment with `overrides` ("NAME=VALUE") replacing or added to it, built before the fork
+/// (the child may only call async-signal-safe functions).
+std::vector<std::string> child_environment(const std::vector<std::string>& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry(*e);
+    const std::string name = entry.substr(0, entry.find('=') + 1);
+    bool replaced = false;
+    for (const std::string& o : overrides) replaced = replaced || o.compare(0, name.size(), name) == 0;
+    if (!replaced) env.push_back(entry);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
+}
+
+}  // namespace
+
+WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path, int64_t memory_limit,
+                             const std::vector<std::string>& environment) {
   if (argv.empty()) throw std::runtime_error("no command to start");
   int in[2], out[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) != 0)
@@ -27,6 +47,10 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::st
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  const std::vector<std::string> env_entries = child_environment(environment);
+  std::vector<char*> envp;
+  for (const std::string& e : env_entries) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
   // An exec failure is reported through this pipe (closed on a successful exec).
   int exec_error[2];
   if (pipe2(exec_error, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
@@ -42,7 +66,7 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::st
       const rlimit cap{static_cast<rlim_t>(memory_limit), static_cast<rlim_t>(memory_limit)};
       setrlimit(RLIMIT_DATA, &cap);
     }
-    execvp(args[0], args.data());
+    execvpe(args[0], args.data(), envp.data());
     int e = errno;
     (void)!write(exec_error[1], &e, sizeof e);
     _exit(127);

@@ -16,8 +16,10 @@ class WorkerProcess {
   /// connected to this process and its stderr appended to `stderr_path`; `memory_limit` > 0 caps the
   /// bytes it (and every process it starts) may allocate (RLIMIT_DATA: an allocation past it fails in
   /// the child, where the kernel's OOM killer could otherwise take any process). Throws
-  /// std::runtime_error when it cannot be started.
-  WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path, int64_t memory_limit = 0);
+  /// std::runtime_error when it cannot be started. `environment`: "NAME=VALUE" entries that replace or add to
+  /// this process's environment in the child's.
+  WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path, int64_t memory_limit = 0,
+                const std::vector<std::string>& environment = {});
   /// Kills the whole process group (the worker and compilers it started) if still running.
   ~WorkerProcess();
   WorkerProcess(const WorkerProcess&) = delete;

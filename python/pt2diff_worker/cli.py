@@ -44,11 +44,29 @@ def setup_environment(cache_dir, environ=None):
                               inductor_cache_dir(cache_dir, environ.get("ATEN_CPU_CAPABILITY", "")))
 
 
+def bind_libstdcxx_first():
+    """Loads libstdc++ into the process's global symbol scope, ahead of torch's libraries; returns whether
+    it could. Must run before torch is imported.
+
+    torch 2.11's CUDA wheel ships a libtorch.so that exports 64 `std::filesystem` functions without
+    depending on libstdc++; one of them (`remove_all`) calls an address that is never resolved. Whatever
+    binds to libtorch.so's copy crashes: `torch._inductor.aoti_load_package` segfaults on every package
+    (measured on an H200, 2.11.0+cu130: SIGSEGV in _load_aoti; with this, the same package loads and
+    runs). The engine's binary gets the same fix from its link order (docs/building.md)."""
+    import ctypes
+    try:
+        ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        return False
+    return True
+
+
 def main(argv=None, prog=None):
-    """Runs the Inductor worker: arguments, cache directory, stdout for the protocol, then serves
-    requests on stdin until `shutdown` or end of input."""
+    """Runs the Inductor worker: arguments, cache directory, libstdc++ bound first, stdout for the
+    protocol, then serves requests on stdin until `shutdown` or end of input."""
     args = parse_args(argv, prog)
     setup_environment(args.cache_dir)
+    bind_libstdcxx_first()
     # A crash in native code (a segfault in a kernel, in a package's runtime) prints the Python frames it
     # happened under to stderr, the engine's log of the worker: its death message names the innermost one.
     import faulthandler

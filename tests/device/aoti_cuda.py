@@ -52,18 +52,26 @@ def run(cmd, env=None):
     return r.returncode, r.stdout, r.stderr, time.time() - start
 
 
-def package(archive, path, planted=False, device_note=""):
-    """Builds an AOTI package of `archive` in a fresh Python (planted: with the lowering bug); its wall time."""
+def package(archive, path, planted=False):
+    """Starts building an AOTI package of `archive` in a fresh Python (planted: with the lowering bug); returns
+    the process and its start time (finish() waits). The builds run side by side: a GPU machine has the cores."""
     code = ("import sys, torch, torch._inductor.config as c\n"
             + ("sys.path.insert(0, sys.argv[3]); import planted_lowering; planted_lowering.plant()\n" if planted else "")
             + "with c.patch({'force_disable_caches': True}):\n"
               "    torch._inductor.aoti_compile_and_package(torch.export.load(sys.argv[1]), package_path=sys.argv[2])\n")
-    start = time.time()
-    r = subprocess.run([sys.executable, "-c", code, archive, path, os.path.join(ROOT, "tests", "engine", "localize")],
-                       capture_output=True, text=True, env={**os.environ, **(PLANT if planted else {})})
-    if r.returncode != 0:
-        print(r.stderr[-4000:])
-        raise SystemExit(f"building the {device_note} package failed")
+    proc = subprocess.Popen([sys.executable, "-c", code, archive, path, os.path.join(ROOT, "tests", "engine", "localize")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(PLANT if planted else {})})
+    return proc, time.time()
+
+
+def finish(build, what):
+    """Waits for a package build from package(); its wall time, or exits naming the build that failed."""
+    proc, start = build
+    _, err = proc.communicate()
+    if proc.returncode != 0:
+        print(err[-4000:])
+        raise SystemExit(f"building the {what} package failed")
     return time.time() - start
 
 
@@ -81,9 +89,15 @@ def main():
     torch.export.save(torch.export.export(model, (ids,)), archive)
     torch.save((ids,), inputs)
     clean, buggy = os.path.join(tmp, "clean.pt2"), os.path.join(tmp, "rsqrt_bug.pt2")
-    t_clean = package(archive, clean, device_note="clean cuda")
-    t_bug = package(archive, buggy, planted=True, device_note="planted cuda")
-    print(f"package builds: clean {t_clean:.1f} s, planted {t_bug:.1f} s (fresh Python each, caches off)")
+    cpu_archive, cpu_inputs, cpu_pkg = (os.path.join(tmp, n) for n in ("cpu.pt2", "cpu_inputs.pt", "cpu_pkg.pt2"))
+    cpu_model = TinyDecoder().to(torch.bfloat16).eval()
+    torch.export.save(torch.export.export(cpu_model, (ids.cpu(),)), cpu_archive)
+    torch.save((ids.cpu(),), cpu_inputs)
+    builds = {"clean cuda": package(archive, clean), "planted cuda": package(archive, buggy, planted=True),
+              "cpu": package(cpu_archive, cpu_pkg)}
+    times = {what: finish(b, what) for what, b in builds.items()}
+    print("package builds, side by side (fresh Python each, caches off): "
+          + ", ".join(f"{what} {t:.1f} s" for what, t in times.items()))
     env = {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
 
     # 1. the clean package agrees on the GPU
@@ -134,11 +148,6 @@ def main():
     line = [l for l in (out + err).splitlines() if "was compiled for cuda" in l]
     check(rc == 2 and len(line) == 1 and "--device cuda" in line[0], "the cuda package with --device cpu: exit 2, one line",
           out + err)
-    cpu_archive, cpu_inputs, cpu_pkg = (os.path.join(tmp, n) for n in ("cpu.pt2", "cpu_inputs.pt", "cpu_pkg.pt2"))
-    cpu_model = TinyDecoder().to(torch.bfloat16).eval()
-    torch.export.save(torch.export.export(cpu_model, (ids.cpu(),)), cpu_archive)
-    torch.save((ids.cpu(),), cpu_inputs)
-    package(cpu_archive, cpu_pkg, device_note="cpu")
     rc, out, err, _ = run([cli, cpu_archive, cpu_inputs, "--device", "cuda", "--compiled", "aoti:" + cpu_pkg], env)
     line = [l for l in (out + err).splitlines() if "was compiled for cpu" in l]
     check(rc == 2 and len(line) == 1, "a CPU package with --device cuda: exit 2, one line", out + err)
