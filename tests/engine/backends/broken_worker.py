@@ -28,8 +28,10 @@ Modes that answer `run` (compile answers ok and does nothing):
                    the write fails with EFBIG (as torch.save does when the disk fills up): answered
                    worker_error, as pt2diff_worker's serve() answers any exception
   fsize_signal     the same limit with SIGXFSZ at its default action (a C++ worker's): the write kills it
-$BROKEN_WORKER_RECORD (optional) names a file it appends "worker PID DIR" to when it starts, DIR the
-engine's private directory (where its stderr goes), and "child PID" for each subprocess it starts.
+$BROKEN_WORKER_RECORD (optional) names a file it appends "worker PID DIR LITTER" to when it starts, DIR the
+engine's private directory (where its stderr goes), LITTER a directory it makes in its TMPDIR and never
+removes (as a compiler's or AOTI loader's temporary files, left by a killed worker), and "child PID" for each
+subprocess it starts.
 It needs no torch.
 """
 import json
@@ -57,8 +59,9 @@ if mode == "crash_once" and state and os.path.exists(os.path.join(state, "crashe
     worker = os.path.join(os.path.dirname(__file__), "..", "..", "..", "engine", "backends", "inductor_worker.py")
     os.execv(sys.executable, [sys.executable, worker] + sys.argv[3:])
 
-if record:  # the engine's directory is where it sends this process's stderr
-    note(f"worker {os.getpid()} {os.path.dirname(os.readlink('/proc/self/fd/2'))}")
+if record:  # the engine's directory is where it sends this process's stderr; litter in its TMPDIR, never removed
+    import tempfile
+    note(f"worker {os.getpid()} {os.path.dirname(os.readlink('/proc/self/fd/2'))} {tempfile.mkdtemp(prefix='litter-')}")
 die_at = mode[len("die_at_"):] if mode.startswith("die_at_") else "compile" if mode in ("crash", "crash_once") else None
 
 

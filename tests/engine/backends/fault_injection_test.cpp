@@ -59,7 +59,7 @@ class FaultRun {
     std::ofstream(outputs_, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
 
-  /// Lines "KIND PID [DIR]" the workers wrote, of one kind ("worker", "child").
+  /// Lines "KIND PID [DIR LITTER]" the workers wrote, of one kind ("worker", "child").
   std::vector<std::vector<std::string>> recorded(const std::string& kind) const {
     std::vector<std::vector<std::string>> out;
     std::ifstream in(record());
@@ -75,7 +75,7 @@ class FaultRun {
 
   /// Nothing left: no process the workers were or started is alive, the test process has no child
   /// (the worker, the engine's child when diff() runs here, is reaped as well), and every private
-  /// directory the engine gave a worker is gone.
+  /// directory the engine gave a worker, and what a worker left in its TMPDIR, is gone.
   void expect_no_leftovers() const {
     std::vector<std::vector<std::string>> all = recorded("worker"), children = recorded("child");
     ASSERT_FALSE(all.empty()) << "no worker recorded its start";
@@ -85,9 +85,8 @@ class FaultRun {
       // SIGKILL to the process group is sent before diff() returns; a subprocess may take a moment to die.
       for (int i = 0; i < 40 && alive(pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       EXPECT_FALSE(alive(pid)) << w[0] << " " << pid << " is still running";
-      if (w.size() > 2) {
-        EXPECT_FALSE(std::filesystem::exists(w[2])) << w[2] << " was left behind";
-      }
+      // The engine's private directory, and what the worker left in its TMPDIR (the worker's scratch).
+      for (size_t k = 2; k < w.size(); ++k) EXPECT_FALSE(std::filesystem::exists(w[k])) << w[k] << " was left behind";
     }
     // The test process has no child left at all, running or waiting to be reaped.
     int status = 0;
