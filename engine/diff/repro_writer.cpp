@@ -26,10 +26,13 @@ std::string repro_device(const Program& program, const DiffOptions& options) {
   return program.export_device.type != "cpu" && gpu_compile ? options.backend.device : "cpu";
 }
 
-/// The --compiled spec of the repro: a fault planted at a node of the full graph is renamed for the window.
+/// The --compiled spec of the repro: a fault planted at a node of the full graph is renamed for the window;
+/// a package (built for the whole graph, it cannot run the window) becomes `aoti`: the window compiled by
+/// AOTInductor, as the twin that localization ran through was.
 std::string spec_for_repro(const std::string& compiled, const Graph& g, const std::vector<NodeId>& window, bool on_cpu) {
   BackendSpec spec = BackendSpec::parse(compiled);
   if (spec.kind == BackendSpec::Kind::Fault) spec.argument = fault_spec_for_window(spec.argument, g, window, on_cpu);
+  if (spec.kind == BackendSpec::Kind::Aoti) spec.argument.clear();
   return spec.str();
 }
 

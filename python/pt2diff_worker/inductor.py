@@ -74,7 +74,7 @@ class Worker:
             raise ValueError(f"unknown compiler {compiler!r} (known: {', '.join(self.COMPILERS)})")
         self.compiler = compiler
         self.archive = None      # the loaded archive (program, nodes by name, weights, device)
-        self.regions = {}        # region id -> (compiled callable, input names, settings, AOTI payloads or None)
+        self.regions = {}        # region id -> (compiled callable, input names, settings, AOTI (payloads, code) or None)
         self._workdir = None     # AOTI packages and the buffers they save, removed at exit
 
     # The loaded archive's parts, under the names scripts use (tests/device/*.py).
@@ -188,7 +188,7 @@ class Worker:
             with torch.no_grad(), torch_settings(settings), watch:
                 outputs = compiled(*inputs)
             if saved_dir is not None:
-                observed = kernel_map.aoti_saved(saved_dir, payloads)
+                observed = kernel_map.aoti_saved(saved_dir, payloads[0])
         except Exception as e:  # noqa: BLE001
             raise Failure(failure_kind(e, "run_failed"), describe(e), traceback.format_exc())
         finally:
@@ -199,21 +199,25 @@ class Worker:
         if not observing:
             return {}
         torch.save([t for _, t in observed], req["observed_file"])
-        code = kernel_map.kernel_code(sorted(wrappers), {info.get("kernel") for info, _ in observed})
+        names = {info.get("kernel") for info, _ in observed}
+        if payloads is not None:  # AOTI: the sources kept while its code was generated
+            code = {name: text for name, text in payloads[1].items() if name in names}
+        else:
+            code = kernel_map.kernel_code(sorted(wrappers), names)
         return {"observed": [info for info, _ in observed], "code": code}
 
     def compile_aoti(self, region, gm, example, observed):
         """`gm` exported on `example` and compiled by AOTInductor into a package (in the worker's scratch
-        directory), loaded as a deployed model is: returns (the loaded runner, the payloads of its save
-        lines when `observed`, else None). An observed compile bypasses Inductor's caches: the payloads
+        directory), loaded as a deployed model is: returns (the loaded runner, (the payloads of its save
+        lines, each kernel's source by name) when `observed`, else None). An observed compile bypasses Inductor's caches: the payloads
         are made while the code is generated, which a cache hit skips."""
         ep = torch.export.export(gm.to(self.device), tuple(example), strict=False)
         package = os.path.join(self.workdir(), f"{region}.pt2")
         from torch._inductor import config as inductor_config
         if observed:
-            with kernel_map.recording_aoti() as payloads, inductor_config.patch({"force_disable_caches": True}):
+            with kernel_map.recording_aoti() as (payloads, code), inductor_config.patch({"force_disable_caches": True}):
                 torch._inductor.aoti_compile_and_package(ep, package_path=package)
-            payloads = list(payloads)
+            payloads = (list(payloads), dict(code))
         else:
             payloads = None
             torch._inductor.aoti_compile_and_package(ep, package_path=package)

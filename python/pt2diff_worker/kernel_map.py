@@ -194,6 +194,8 @@ class ObserveMixin:
 
 #: The AOTI compile being recorded (recording_aoti): the payload of each save line, by its number.
 _aoti_payloads = None
+#: ... and each kernel's source as its codegen defined it, by kernel name (C++ or Triton).
+_aoti_code = None
 #: The tensor name AOTI's save lines carry: this prefix and the payload's number (no underscore: AOTI
 #: joins the parts of a saved file's name with underscores).
 AOTI_TENSOR_PREFIX = "pt2diffobs"
@@ -204,6 +206,14 @@ class CppObserveMixin(ObserveMixin):
     `aoti_torch_save_tensor_handle`, the shim function AOTI's own intermediate value printer calls
     (`aot_inductor.debug_intermediate_value_printer=1`): it writes the buffer to a .pt file under the
     current directory at once. The payload stays on the Python side (recording_aoti), numbered by line."""
+
+    def define_kernel(self, kernel_name, kernel_body, metadata=None, gpu=True, cpp_definition=None):
+        """Inductor's own definition of a kernel, kept for the kernel table's code (a package holds only its
+        compiled form): a C++ kernel's whole source, or a Triton kernel's. (Inductor's `cpp_definition` is the
+        C++ kernel's declaration only; `kernel_body` holds its code.)"""
+        if _aoti_code is not None:
+            _aoti_code[kernel_name] = kernel_source(kernel_body)
+        return super().define_kernel(kernel_name, kernel_body, metadata=metadata, gpu=gpu, cpp_definition=cpp_definition)
 
     def _emit(self, info, buf_name):
         if _aoti_payloads is None or not self._is_tensor_in_cpp(buf_name):
@@ -223,16 +233,28 @@ class CppObserveMixin(ObserveMixin):
         return type(layout).__name__ not in ("MultiOutputLayout", "NoneLayout")
 
 
+def kernel_source(body):
+    """A kernel's source from its definition: the longest string argument of `async_compile.<kind>(NAME,
+    SOURCE, ...)` (how Triton kernels are defined), else the text itself (a C++ kernel's definition)."""
+    try:
+        call = ast.parse(body.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return body
+    texts = [a.value for a in getattr(call, "args", []) if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return max(texts, key=len) if isinstance(call, ast.Call) and texts else body
+
+
 @contextlib.contextmanager
 def recording_aoti():
-    """While an AOTI compile is generated inside the block, the payloads of its save lines, in the list
-    yielded (payload k is the buffer saved as `pt2diffobs<k>`)."""
-    global _aoti_payloads
-    _aoti_payloads = []
+    """While an AOTI compile is generated inside the block: yields (payloads, code), filled as it is
+    generated: the payload of each save line in a list (payload k is the buffer saved as `pt2diffobs<k>`),
+    and each kernel's source by name."""
+    global _aoti_payloads, _aoti_code
+    _aoti_payloads, _aoti_code = [], {}
     try:
-        yield _aoti_payloads
+        yield _aoti_payloads, _aoti_code
     finally:
-        _aoti_payloads = None
+        _aoti_payloads, _aoti_code = None, None
 
 
 def aoti_saved(directory, payloads):

@@ -11,7 +11,7 @@ token ids written here, then:
 3. a package built with a bug planted in Inductor's lowering of rsqrt (tests/engine/localize/planted_lowering.py:
    the lowered result scaled by 1.05 inside the generated Triton kernel, the FX graph untouched): pt2diff with the
    same compiler as twin (PT2DIFF_WORKER=lowering_bug_worker.py) fails, names the first failing kernel and the op
-   rsqrt inside it, and localizes to an rsqrt node;
+   rsqrt inside it, and localizes to an rsqrt node; `--repro` keeps that kernel's Triton source;
 4. the same package with the stock compiler as twin: the one line saying the package was not built by this
    torch/config from this archive;
 5. AOTI's checklist, each one line: the cuda package run with --device cpu (exit 2, the remedy), a CPU package run
@@ -124,8 +124,9 @@ def main():
 
     # 3. the planted package, with the same compiler as twin: kernel, op, localization
     j = os.path.join(tmp, "bug.json")
-    rc, out, err, secs = run([cli, archive, inputs, "--device", "cuda", "--compiled", "aoti:" + buggy, "--json", j],
-                             {**env, **PLANT, "PT2DIFF_WORKER": BUG_WORKER})
+    repro = os.path.join(tmp, "repro")
+    rc, out, err, secs = run([cli, archive, inputs, "--device", "cuda", "--compiled", "aoti:" + buggy, "--json", j,
+                              "--repro", repro], {**env, **PLANT, "PT2DIFF_WORKER": BUG_WORKER})
     r = report(j) if os.path.exists(j) else {}
     k = r.get("kernels", {})
     first = k["kernels"][k["first_failing"]] if k.get("first_failing") is not None else {}
@@ -137,6 +138,10 @@ def main():
           f"a CUDA package with rsqrt's lowering planted: kernel {first.get('name')} (nodes {first.get('nodes')}), "
           f"op {inside.get('op')}, localized to {culprit.get('nodes')}; instrumented compile "
           f"{instrumented[0]['compile_seconds'] if instrumented else -1:.1f} s ({secs:.1f} s)", out + err)
+    code_file = inside.get("code_file") or ""
+    code = open(code_file).read() if code_file and os.path.exists(code_file) else ""
+    check(code_file == os.path.join(repro, f"{first.get('name')}.py") and "@triton" in code and "1.05" in code,
+          f"--repro keeps that kernel's Triton source, the planted 1.05 in it ({code_file})", code[:3000])
 
     # 4. the planted package with the stock compiler as twin: it does not reproduce, one line says so
     rc, out, err, secs = run([cli, archive, inputs, "--device", "cuda", "--compiled", "aoti:" + buggy], env)

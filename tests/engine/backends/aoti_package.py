@@ -21,10 +21,12 @@
    (tests/engine/localize/planted_lowering.py, scaled by 1.01 in the generated C++ kernel; the FX graph
    untouched). With that compiler as the twin (PT2DIFF_WORKER=lowering_bug_worker.py) pt2diff names the first
    failing kernel cpp_fused_relu_0, the op relu inside it, and localizes to relu, after one instrumented
-   compile. With the stock compiler as twin it says, in one line, that the package was not built by this
+   compile; `--repro` writes that kernel's C++ (the planted 1.01 in it) and a window repro whose command
+   (`--compiled aoti`: the package is the whole graph's) reproduces the failure. With the stock compiler as twin it says, in one line, that the package was not built by this
    torch/config from this archive, and skips localization.
 """
 import json
+import shlex
 import os
 import subprocess
 import sys
@@ -136,7 +138,8 @@ def main():
         buggy = os.path.join(tmp, "relu_bug.pt2")
         planted_package(graph, buggy)
         report = os.path.join(tmp, "bug.json")
-        rc, out, err = run([pt2diff, graph, inputs_file, "--compiled", "aoti:" + buggy, "--json", report],
+        repro = os.path.join(tmp, "repro")
+        rc, out, err = run([pt2diff, graph, inputs_file, "--compiled", "aoti:" + buggy, "--json", report, "--repro", repro],
                            {**PLANT, "PT2DIFF_WORKER": BUG_WORKER})
         print(out)
         with open(report) as f:
@@ -150,6 +153,18 @@ def main():
                and "whose outputs fail too (linear_1)" in out,
                "a planted package, its compiler as twin: kernel cpp_fused_relu_0, op relu, localized to relu, one instrumented compile",
                f"{rc}\n{out}\n{err}")
+        # --repro: the failing kernel's C++ as AOTI generated it (kept at codegen: the package holds only its .so)
+        code_file = os.path.join(repro, "cpp_fused_relu_0.cpp")
+        code = open(code_file).read() if os.path.exists(code_file) else ""
+        expect((k.get("inside") or {}).get("code_file") == code_file and "cpp_fused_relu_0" in code and "1.01" in code,
+               "--repro keeps the failing AOTI kernel's C++, the planted 1.01 in it", code[:3000] or json.dumps(k.get("inside")))
+        # ... and the window's repro command compiles it with AOTI (the package is the whole graph's); run here
+        # without the exploded compile and localization (one AOTI compile of the window is the check)
+        command = ((r.get("localization") or {}).get("repro") or {}).get("command", "")
+        expect(command.endswith("--compiled aoti") or "--compiled aoti " in command,
+               "the repro's command compiles the window with AOTInductor, not the whole graph's package", command)
+        rc2, out2, err2 = run([pt2diff] + shlex.split(command)[1:] + ["--no-exploded", "--no-localize"], {**PLANT, "PT2DIFF_WORKER": BUG_WORKER})
+        expect(rc2 == 1, "that command, with the same compiler, reproduces the failure (exit 1)", f"{rc2}\n{out2}\n{err2}")
         rc, out, err = run([pt2diff, graph, inputs_file, "--compiled", "aoti:" + buggy])
         lines = [l for l in out.splitlines() if "was not built by this torch and Inductor config from this archive" in l]
         expect(rc == 1 and len(lines) == 1 and "\nlocalization" not in out,
