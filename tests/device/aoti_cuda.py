@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """On a CUDA machine: AOTInductor packages built for cuda, run by pt2diff on the GPU (docs/usage.md, "AOTInductor").
 
-    python tests/device/aoti_cuda.py BUILD/pt2diff
+    python tests/device/aoti_cuda.py BUILD/pt2diff [CHECKS]      (CHECKS: e.g. 1,3; default all)
 
 A bf16 decoder (models_cuda.TinyDecoder: RMSNorm, causal SDPA, a gated MLP) exported on cuda, its archive and
 token ids written here, then:
@@ -82,6 +82,8 @@ def report(path):
 
 def main():
     cli = sys.argv[1]
+    only = {int(n) for n in sys.argv[2].split(",")} if len(sys.argv) > 2 else {1, 2, 3, 4, 5}
+    want = only.__contains__
     assert torch.cuda.is_available(), "needs a CUDA device"
     model, ids = seeded_decoder()
     tmp = tempfile.mkdtemp(prefix="aoti-cuda-")
@@ -93,74 +95,82 @@ def main():
     cpu_model = TinyDecoder().to(torch.bfloat16).eval()
     torch.export.save(torch.export.export(cpu_model, (ids.cpu(),)), cpu_archive)
     torch.save((ids.cpu(),), cpu_inputs)
-    builds = {"clean cuda": package(archive, clean), "planted cuda": package(archive, buggy, planted=True),
-              "cpu": package(cpu_archive, cpu_pkg)}
+    builds = {"clean cuda": package(archive, clean)}
+    if want(3) or want(4):
+        builds["planted cuda"] = package(archive, buggy, planted=True)
+    if want(5):
+        builds["cpu"] = package(cpu_archive, cpu_pkg)
     times = {what: finish(b, what) for what, b in builds.items()}
     print("package builds, side by side (fresh Python each, caches off): "
           + ", ".join(f"{what} {t:.1f} s" for what, t in times.items()))
     env = {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
 
-    # 1. the clean package agrees on the GPU
-    j = os.path.join(tmp, "clean.json")
-    rc, out, err, secs = run([cli, archive, inputs, "--device", "cuda", "--compiled", "aoti:" + clean, "--json", j], env)
-    r = report(j) if os.path.exists(j) else {}
-    check(rc == 0 and "AGREE" in out and r.get("devices", {}).get("native", "").startswith("cuda"),
-          f"a clean CUDA package of the bf16 decoder agrees on cuda ({secs:.1f} s)", out + err)
+    if want(1):
+        # 1. the clean package agrees on the GPU
+        j = os.path.join(tmp, "clean.json")
+        rc, out, err, secs = run([cli, archive, inputs, "--device", "cuda", "--compiled", "aoti:" + clean, "--json", j], env)
+        r = report(j) if os.path.exists(j) else {}
+        check(rc == 0 and "AGREE" in out and r.get("devices", {}).get("native", "").startswith("cuda"),
+              f"a clean CUDA package of the bf16 decoder agrees on cuda ({secs:.1f} s)", out + err)
 
-    # 2. --compiled aoti on cuda: the archive through AOTInductor, instrumented; versus the JIT path
-    j = os.path.join(tmp, "aoti.json")
-    rc, out, err, secs = run([cli, archive, inputs, "--device", "cuda", "--compiled", "aoti", "--json", j], env)
-    r = report(j) if os.path.exists(j) else {}
-    k = r.get("kernels", {})
-    aoti_graph = next((c for c in r.get("compiles", []) if c["what"] == "graph"), {})
-    check(rc == 0 and k.get("available") and k.get("first_failing") is None
-          and any(c.get("name", "").startswith("triton") for c in k.get("kernels", [])),
-          f"--compiled aoti on cuda agrees, kernel table of {len(k.get('kernels', []))} calls ({secs:.1f} s)", out + err)
-    j2 = os.path.join(tmp, "jit.json")
-    rc2, out2, err2, secs2 = run([cli, archive, inputs, "--device", "cuda", "--json", j2], env)
-    jit_graph = next((c for c in (report(j2) if os.path.exists(j2) else {}).get("compiles", []) if c["what"] == "graph"), {})
-    print(f"whole-graph compile with the kernel map, caches off: AOTI {aoti_graph.get('compile_seconds', 0):.1f} s, "
-          f"JIT {jit_graph.get('compile_seconds', 0):.1f} s; runs {secs:.1f} s and {secs2:.1f} s (rc {rc2})")
+    if want(2):
+        # 2. --compiled aoti on cuda: the archive through AOTInductor, instrumented; versus the JIT path
+        j = os.path.join(tmp, "aoti.json")
+        rc, out, err, secs = run([cli, archive, inputs, "--device", "cuda", "--compiled", "aoti", "--json", j], env)
+        r = report(j) if os.path.exists(j) else {}
+        k = r.get("kernels", {})
+        aoti_graph = next((c for c in r.get("compiles", []) if c["what"] == "graph"), {})
+        check(rc == 0 and k.get("available") and k.get("first_failing") is None
+              and any(c.get("name", "").startswith("triton") for c in k.get("kernels", [])),
+              f"--compiled aoti on cuda agrees, kernel table of {len(k.get('kernels', []))} calls ({secs:.1f} s)", out + err)
+        j2 = os.path.join(tmp, "jit.json")
+        rc2, out2, err2, secs2 = run([cli, archive, inputs, "--device", "cuda", "--json", j2], env)
+        jit_graph = next((c for c in (report(j2) if os.path.exists(j2) else {}).get("compiles", []) if c["what"] == "graph"), {})
+        print(f"whole-graph compile with the kernel map, caches off: AOTI {aoti_graph.get('compile_seconds', 0):.1f} s, "
+              f"JIT {jit_graph.get('compile_seconds', 0):.1f} s; runs {secs:.1f} s and {secs2:.1f} s (rc {rc2})")
 
-    # 3. the planted package, with the same compiler as twin: kernel, op, localization
-    j = os.path.join(tmp, "bug.json")
-    repro = os.path.join(tmp, "repro")
-    rc, out, err, secs = run([cli, archive, inputs, "--device", "cuda", "--compiled", "aoti:" + buggy, "--json", j,
-                              "--repro", repro], {**env, **PLANT, "PT2DIFF_WORKER": BUG_WORKER})
-    r = report(j) if os.path.exists(j) else {}
-    k = r.get("kernels", {})
-    first = k["kernels"][k["first_failing"]] if k.get("first_failing") is not None else {}
-    inside = k.get("inside") or {}
-    culprit = (r.get("localization") or {}).get("culprit") or {}
-    instrumented = [c for c in r.get("compiles", []) if c["what"] == "instrumented"]
-    check(rc == 1 and first.get("name", "").startswith("triton") and "rsqrt" in str(inside.get("op", ""))
-          and any(n.startswith("rsqrt") for n in culprit.get("nodes", [])) and len(instrumented) == 1,
-          f"a CUDA package with rsqrt's lowering planted: kernel {first.get('name')} (nodes {first.get('nodes')}), "
-          f"op {inside.get('op')}, localized to {culprit.get('nodes')}; instrumented compile "
-          f"{instrumented[0]['compile_seconds'] if instrumented else -1:.1f} s ({secs:.1f} s)", out + err)
-    code_file = inside.get("code_file") or ""
-    code = open(code_file).read() if code_file and os.path.exists(code_file) else ""
-    check(code_file == os.path.join(repro, f"{first.get('name')}.py") and "@triton" in code and "1.05" in code,
-          f"--repro keeps that kernel's Triton source, the planted 1.05 in it ({code_file})", code[:3000])
+    if want(3):
+        # 3. the planted package, with the same compiler as twin: kernel, op, localization
+        j = os.path.join(tmp, "bug.json")
+        repro = os.path.join(tmp, "repro")
+        rc, out, err, secs = run([cli, archive, inputs, "--device", "cuda", "--compiled", "aoti:" + buggy, "--json", j,
+                                  "--repro", repro], {**env, **PLANT, "PT2DIFF_WORKER": BUG_WORKER})
+        r = report(j) if os.path.exists(j) else {}
+        k = r.get("kernels", {})
+        first = k["kernels"][k["first_failing"]] if k.get("first_failing") is not None else {}
+        inside = k.get("inside") or {}
+        culprit = (r.get("localization") or {}).get("culprit") or {}
+        instrumented = [c for c in r.get("compiles", []) if c["what"] == "instrumented"]
+        check(rc == 1 and first.get("name", "").startswith("triton") and "rsqrt" in str(inside.get("op", ""))
+              and any(n.startswith("rsqrt") for n in culprit.get("nodes", [])) and len(instrumented) == 1,
+              f"a CUDA package with rsqrt's lowering planted: kernel {first.get('name')} (nodes {first.get('nodes')}), "
+              f"op {inside.get('op')}, localized to {culprit.get('nodes')}; instrumented compile "
+              f"{instrumented[0]['compile_seconds'] if instrumented else -1:.1f} s ({secs:.1f} s)", out + err)
+        code_file = inside.get("code_file") or ""
+        code = open(code_file).read() if code_file and os.path.exists(code_file) else ""
+        check(code_file == os.path.join(repro, f"{first.get('name')}.py") and "@triton" in code and "1.05" in code,
+              f"--repro keeps that kernel's Triton source, the planted 1.05 in it ({code_file})", code[:3000])
 
-    # 4. the planted package with the stock compiler as twin: it does not reproduce, one line says so
-    rc, out, err, secs = run([cli, archive, inputs, "--device", "cuda", "--compiled", "aoti:" + buggy], env)
-    check(rc == 1 and "was not built by this torch and Inductor config from this archive" in out + err,
-          f"the same package, the stock compiler as twin: the not-reproduced line ({secs:.1f} s)", out + err)
+    if want(4):
+        # 4. the planted package with the stock compiler as twin: it does not reproduce, one line says so
+        rc, out, err, secs = run([cli, archive, inputs, "--device", "cuda", "--compiled", "aoti:" + buggy], env)
+        check(rc == 1 and "was not built by this torch and Inductor config from this archive" in out + err,
+              f"the same package, the stock compiler as twin: the not-reproduced line ({secs:.1f} s)", out + err)
 
-    # 5. AOTI's checklist
-    rc, out, err, _ = run([cli, archive, inputs, "--device", "cpu", "--compiled", "aoti:" + clean], env)
-    line = [l for l in (out + err).splitlines() if "was compiled for cuda" in l]
-    check(rc == 2 and len(line) == 1 and "--device cuda" in line[0], "the cuda package with --device cpu: exit 2, one line",
-          out + err)
-    rc, out, err, _ = run([cli, cpu_archive, cpu_inputs, "--device", "cuda", "--compiled", "aoti:" + cpu_pkg], env)
-    line = [l for l in (out + err).splitlines() if "was compiled for cpu" in l]
-    check(rc == 2 and len(line) == 1, "a CPU package with --device cuda: exit 2, one line", out + err)
-    strided = os.path.join(tmp, "strided_inputs.pt")
-    torch.save((ids.t().contiguous().t(),), strided)
-    rc, out, err, _ = run([cli, archive, strided, "--device", "cuda", "--compiled", "aoti:" + clean], env)
-    line = [l for l in (out + err).splitlines() if "guards" in l and "'ids'" in l]
-    check(rc == 4 and len(line) >= 1, "token ids with other strides: exit 4, the input named", out + err)
+    if want(5):
+        # 5. AOTI's checklist
+        rc, out, err, _ = run([cli, archive, inputs, "--device", "cpu", "--compiled", "aoti:" + clean], env)
+        line = [l for l in (out + err).splitlines() if "was compiled for cuda" in l]
+        check(rc == 2 and len(line) == 1 and "--device cuda" in line[0], "the cuda package with --device cpu: exit 2, one line",
+              out + err)
+        rc, out, err, _ = run([cli, cpu_archive, cpu_inputs, "--device", "cuda", "--compiled", "aoti:" + cpu_pkg], env)
+        line = [l for l in (out + err).splitlines() if "was compiled for cpu" in l]
+        check(rc == 2 and len(line) == 1, "a CPU package with --device cuda: exit 2, one line", out + err)
+        strided = os.path.join(tmp, "strided_inputs.pt")
+        torch.save((ids.t().contiguous().t(),), strided)
+        rc, out, err, _ = run([cli, archive, strided, "--device", "cuda", "--compiled", "aoti:" + clean], env)
+        line = [l for l in (out + err).splitlines() if "guards" in l and "'ids'" in l]
+        check(rc == 4 and len(line) >= 1, "token ids with other strides: exit 4, the input named", out + err)
 
     print("aoti on cuda: " + ("ok" if failures == 0 else "FAILED"))
     return 1 if failures else 0
