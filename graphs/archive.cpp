@@ -9,15 +9,10 @@
 #include <fmt/format.h>
 #include <fstream>
 
+#include "graphs/archive_error.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {
-
-namespace {
-[[noreturn]] void bad(const std::string& path, const std::string& what) {
-  throw Error(Error::Kind::BadArchive, fmt::format("{}: {}", path, what));
-}
-}  // namespace
 
 std::string first_line(const std::string& message) {
   std::string line = message.substr(0, message.find('\n'));
@@ -48,9 +43,9 @@ std::string read_whole(const std::string& path) {
 
 Archive::Archive(const std::string& path) : path_(path) {
   std::error_code ec;
-  if (auto what = not_a_readable_file(path)) bad(path, *what);
+  if (auto what = not_a_readable_file(path)) bad_archive(path, *what);
   auto size = std::filesystem::file_size(path, ec);
-  if (size == 0) bad(path, "empty file (0 bytes): expected an archive written by torch.export.save");
+  if (size == 0) bad_archive(path, "empty file (0 bytes): expected an archive written by torch.export.save");
   char magic[4] = {0, 0, 0, 0};
   std::ifstream(path, std::ios::binary).read(magic, 4);
   open(std::string(magic, 4), [&] { return read_whole(path); },
@@ -59,7 +54,7 @@ Archive::Archive(const std::string& path) : path_(path) {
 
 Archive::Archive(std::shared_ptr<const std::string> bytes, const std::string& name) : path_(name), bytes_(std::move(bytes)) {
   PT2DIFF_CHECK(bytes_ != nullptr, "Archive from memory without bytes");
-  if (bytes_->empty()) bad(name, "empty (0 bytes): expected an archive written by torch.export.save");
+  if (bytes_->empty()) bad_archive(name, "empty (0 bytes): expected an archive written by torch.export.save");
   open(bytes_->substr(0, 4), [&] { return *bytes_; }, [&] {
     // The adapter reads the bytes in place; bytes_ outlives the reader (members are destroyed in reverse order).
     return std::make_unique<caffe2::serialize::PyTorchStreamReader>(
@@ -72,8 +67,8 @@ void Archive::open(const std::string& head, const std::function<std::string()>& 
   const std::string& path = path_;
   bool zip_magic = head.size() >= 2 && head[0] == 'P' && head[1] == 'K';
   if (!zip_magic && !head.empty() && head[0] == '\x80')
-    bad(path, "a legacy (non-zip) pickle file, not a torch.export archive: save the program with torch.export.save(ep, path)");
-  if (!zip_magic) bad(path, "not a zip file, so not a torch.export archive: save the program with torch.export.save(ep, path)");
+    bad_archive(path, "a legacy (non-zip) pickle file, not a torch.export archive: save the program with torch.export.save(ep, path)");
+  if (!zip_magic) bad_archive(path, "not a zip file, so not a torch.export archive: save the program with torch.export.save(ep, path)");
   try {
     reader_ = make_reader();
     records_ = reader_->getAllRecords();
@@ -81,25 +76,25 @@ void Archive::open(const std::string& head, const std::function<std::string()>& 
     std::string cause = first_line(e.what());
     if (cause.find("failed finding central directory") == std::string::npos &&
         cause.find("failed reading zip archive") == std::string::npos)
-      bad(path, classify_foreign_zip(whole()));
-    bad(path, fmt::format("truncated or corrupt zip archive ({}): re-save it with torch.export.save", cause));
+      bad_archive(path, classify_foreign_zip(whole()));
+    bad_archive(path, fmt::format("truncated or corrupt zip archive ({}): re-save it with torch.export.save", cause));
   }
   std::sort(records_.begin(), records_.end());
   if (has_record("serialized_exported_program.json") || has_record("serialized_state_dict.pt"))
-    bad(path, "a legacy torch.export archive (written by torch < 2.8): load it with that torch and re-save it with "
+    bad_archive(path, "a legacy torch.export archive (written by torch < 2.8): load it with that torch and re-save it with "
               "torch 2.11-2.13 (torch.export.save(torch.export.load(old), new))");
   if (!has_record("archive_format")) {
     if (has_record("data.pkl"))
-      bad(path, "a torch.save file, not a torch.export archive: pass it as INPUTS, and the graph as a .pt2 written by torch.export.save");
+      bad_archive(path, "a torch.save file, not a torch.export archive: pass it as INPUTS, and the graph as a .pt2 written by torch.export.save");
     if (has_record("constants.pkl") || has_record("code/__torch__.py") || has_record("data/version"))
-      bad(path, "a TorchScript archive (torch.jit.save), not a torch.export archive: export the model with torch.export.export and torch.export.save");
-    bad(path, "a zip file without 'archive_format': not a torch.export archive");
+      bad_archive(path, "a TorchScript archive (torch.jit.save), not a torch.export archive: export the model with torch.export.export and torch.export.save");
+    bad_archive(path, "a zip file without 'archive_format': not a torch.export archive");
   }
   std::string format = read_text("archive_format");
   if (format != "pt2")
-    bad(path, fmt::format("archive_format is '{}', expected 'pt2': not a torch.export archive", format.substr(0, 40)));
+    bad_archive(path, fmt::format("archive_format is '{}', expected 'pt2': not a torch.export archive", format.substr(0, 40)));
   if (model_names().empty())
-    bad(path, "a PT2 archive without models/*.json: it holds no exported program (an AOTInductor-only package?)");
+    bad_archive(path, "a PT2 archive without models/*.json: it holds no exported program (an AOTInductor-only package?)");
 }
 
 Archive::~Archive() = default;
@@ -110,16 +105,16 @@ bool Archive::has_record(const std::string& name) const {
 }
 
 size_t Archive::record_size(const std::string& name) const {
-  if (!has_record(name)) bad(path_, fmt::format("missing record '{}'", name));
+  if (!has_record(name)) bad_archive(path_, fmt::format("missing record '{}'", name));
   return reader_->getRecordSize(name);
 }
 
 std::tuple<at::DataPtr, size_t> Archive::read_record(const std::string& name) const {
-  if (!has_record(name)) bad(path_, fmt::format("missing record '{}'", name));
+  if (!has_record(name)) bad_archive(path_, fmt::format("missing record '{}'", name));
   try {
     return reader_->getRecord(name);
   } catch (const c10::Error& e) {
-    bad(path_, fmt::format("cannot read record '{}' ({}): the archive is damaged", name, first_line(e.what())));
+    bad_archive(path_, fmt::format("cannot read record '{}' ({}): the archive is damaged", name, first_line(e.what())));
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include "graphs/torch_compat.h"
 
+#include "graphs/archive_error.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {
@@ -21,9 +22,6 @@ using nlohmann::json;
 
 namespace {
 
-[[noreturn]] void bad(const std::string& where, const std::string& what) {
-  throw Error(Error::Kind::BadArchive, fmt::format("{}: {}", where, what));
-}
 
 const std::set<std::string>& known_argument_kinds() {
   static const std::set<std::string> kinds = {
@@ -39,15 +37,15 @@ const std::set<std::string>& known_argument_kinds() {
 /// otherwise leave an empty union and fail later without saying where.
 void check_argument(const json& arg, const std::string& where) {
   if (!arg.is_object() || arg.size() != 1)
-    bad(where, fmt::format("malformed argument {} (expected one {{\"as_<kind>\": ...}} entry)", arg.dump().substr(0, 80)));
+    bad_archive(where, fmt::format("malformed argument {} (expected one {{\"as_<kind>\": ...}} entry)", arg.dump().substr(0, 80)));
   const std::string& key = arg.begin().key();
   if (!known_argument_kinds().count(key))
-    bad(where, fmt::format("unknown argument kind '{}': the archive was written by a torch whose export schema "
+    bad_archive(where, fmt::format("unknown argument kind '{}': the archive was written by a torch whose export schema "
                            "this pt2diff does not know; re-save it with torch 2.11-2.13", key));
 }
 
 void check_graph(const json& g, const std::string& where) {
-  if (!g.is_object()) bad(where, "graph is not a JSON object");
+  if (!g.is_object()) bad_archive(where, "graph is not a JSON object");
   for (const char* side : {"inputs", "outputs"}) {
     if (!g.contains(side)) continue;
     size_t i = 0;
@@ -60,7 +58,7 @@ void check_graph(const json& g, const std::string& where) {
     std::string at = fmt::format("{}: node '{}' ({})", where, node, target);
     if (n.contains("inputs"))
       for (const json& in : n["inputs"]) {
-        if (!in.contains("arg")) bad(at, "an input has no 'arg'");
+        if (!in.contains("arg")) bad_archive(at, "an input has no 'arg'");
         const json& arg = in["arg"];
         check_argument(arg, fmt::format("{} input '{}'", at, in.value("name", std::string())));
         if (arg.contains("as_graph") && arg["as_graph"].contains("graph")) check_graph(arg["as_graph"]["graph"], at);
@@ -95,7 +93,7 @@ Device to_device(const ex::Device& d) {
 
 DType to_dtype(int64_t n, const std::string& where) {
   auto d = dtype_from_export(n);
-  if (!d) bad(where, fmt::format("unknown scalar type number {} (not in schema major {})", n, kSchemaMajor));
+  if (!d) bad_archive(where, fmt::format("unknown scalar type number {} (not in schema major {})", n, kSchemaMajor));
   return *d;
 }
 
@@ -107,7 +105,7 @@ TensorMeta to_meta(const ex::TensorMeta& m, const std::string& where) {
   out.storage_offset = to_sym_int(m.get_storage_offset());
   out.device = to_device(m.get_device());
   int64_t layout = static_cast<int64_t>(m.get_layout());
-  if (layout < 0 || layout > static_cast<int64_t>(Layout::Strided)) bad(where, fmt::format("unknown layout {}", layout));
+  if (layout < 0 || layout > static_cast<int64_t>(Layout::Strided)) bad_archive(where, fmt::format("unknown layout {}", layout));
   out.layout = static_cast<Layout>(layout);
   out.requires_grad = m.get_requires_grad();
   return out;
@@ -144,7 +142,7 @@ class GraphBuilder {
     try {
       graph_->finalize();
     } catch (const Error& e) {
-      bad(where_, e.what());
+      bad_archive(where_, e.what());
     }
     return graph;
   }
@@ -284,13 +282,13 @@ class GraphBuilder {
       case T::AS_SCALAR_TYPE: out = {K::ScalarType, to_dtype(static_cast<int64_t>(a.get_as_scalar_type()), where)}; break;
       case T::AS_MEMORY_FORMAT: {
         auto f = static_cast<int64_t>(a.get_as_memory_format());
-        if (f < 0 || f > static_cast<int64_t>(MemoryFormat::Preserve)) bad(where, fmt::format("unknown memory format {}", f));
+        if (f < 0 || f > static_cast<int64_t>(MemoryFormat::Preserve)) bad_archive(where, fmt::format("unknown memory format {}", f));
         out = {K::MemoryFormat, static_cast<MemoryFormat>(f)};
         break;
       }
       case T::AS_LAYOUT: {
         auto l = static_cast<int64_t>(a.get_as_layout());
-        if (l < 0 || l > static_cast<int64_t>(Layout::Strided)) bad(where, fmt::format("unknown layout {}", l));
+        if (l < 0 || l > static_cast<int64_t>(Layout::Strided)) bad_archive(where, fmt::format("unknown layout {}", l));
         out = {K::Layout, static_cast<Layout>(l)};
         break;
       }
@@ -363,9 +361,9 @@ void check_integers(const json& root, const std::string& where) {
     auto [v, key] = todo.back();
     todo.pop_back();
     if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      bad(where, fmt::format("the integer {} (under '{}') is beyond int64: the archive is corrupt", v->dump(), key ? *key : "?"));
+      bad_archive(where, fmt::format("the integer {} (under '{}') is beyond int64: the archive is corrupt", v->dump(), key ? *key : "?"));
     if (key && v->is_number_float())
-      bad(where, fmt::format("'{}' holds {}, where the export schema has an integer: the archive is corrupt", *key, v->dump()));
+      bad_archive(where, fmt::format("'{}' holds {}, where the export schema has an integer: the archive is corrupt", *key, v->dump()));
     if (v->is_object()) {
       for (const auto& [k, item] : v->items()) {
         auto known = integer_keys.find(k);
@@ -388,7 +386,7 @@ void refuse_missing_schema_features(const json& graph_module, const std::string&
     if (v.is_object()) {
       for (const MissingSchemaFeature* f = kMissingSchemaFeatures; f->key; ++f)
         if (v.contains(f->key))
-          bad(where, fmt::format("the graph uses '{}', written by {}, which the torch {} pt2diff was built against cannot "
+          bad_archive(where, fmt::format("the graph uses '{}', written by {}, which the torch {} pt2diff was built against cannot "
                                  "represent; rebuild pt2diff against a newer torch (scripts/setup.sh --python PATH) or "
                                  "re-export with this torch",
                                  f->key, f->written_by, PT2DIFF_LINKED_TORCH_VERSION));
@@ -408,15 +406,15 @@ ExportedGraph parse_exported_program(const std::string& json_text, const std::st
   try {
     j = json::parse(json_text);
   } catch (const json::parse_error& e) {
-    bad(where, fmt::format("not valid JSON (byte {}): the archive is corrupt; re-save it with torch.export.save", e.byte));
+    bad_archive(where, fmt::format("not valid JSON (byte {}): the archive is corrupt; re-save it with torch.export.save", e.byte));
   } catch (const json::exception& e) {  // a number past double's range ("11e308"): out_of_range 406
-    bad(where, fmt::format("unreadable JSON ({}): the archive is corrupt; re-save it with torch.export.save", e.what()));
+    bad_archive(where, fmt::format("unreadable JSON ({}): the archive is corrupt; re-save it with torch.export.save", e.what()));
   }
   if (!j.is_object() || !j.contains("graph_module"))
-    bad(where, "no 'graph_module': not an ExportedProgram written by torch.export.save");
+    bad_archive(where, "no 'graph_module': not an ExportedProgram written by torch.export.save");
   int64_t major = j.contains("schema_version") ? j["schema_version"].value("major", int64_t{-1}) : -1;
   if (major != kSchemaMajor)
-    bad(where, fmt::format("export schema major {} (this pt2diff reads major {}, written by torch 2.11-2.14); "
+    bad_archive(where, fmt::format("export schema major {} (this pt2diff reads major {}, written by torch 2.11-2.14); "
                            "re-save the program with a torch of that range",
                            major, kSchemaMajor));
   refuse_missing_schema_features(j["graph_module"], where);
@@ -424,14 +422,14 @@ ExportedGraph parse_exported_program(const std::string& json_text, const std::st
   try {
     check_graph(j["graph_module"].at("graph"), where);
   } catch (const json::exception& e) {
-    bad(where, fmt::format("malformed graph ({})", e.what()));
+    bad_archive(where, fmt::format("malformed graph ({})", e.what()));
   }
 
   ex::ExportedProgram ep;
   try {
     ep = j.get<ex::ExportedProgram>();
   } catch (const json::exception& e) {
-    bad(where, fmt::format("malformed ExportedProgram ({})", e.what()));
+    bad_archive(where, fmt::format("malformed ExportedProgram ({})", e.what()));
   }
 
   ExportedGraph out;
@@ -473,7 +471,7 @@ ExportedGraph parse_exported_program(const std::string& json_text, const std::st
       out.input_specs.push_back(std::move(spec));
     }
     if (out.input_specs.size() != out.graph.inputs().size())
-      bad(where, fmt::format("signature has {} input specs for {} graph inputs", out.input_specs.size(), out.graph.inputs().size()));
+      bad_archive(where, fmt::format("signature has {} input specs for {} graph inputs", out.input_specs.size(), out.graph.inputs().size()));
 
     const auto& outputs = gm.get_signature().get_output_specs();
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -506,9 +504,9 @@ ExportedGraph parse_exported_program(const std::string& json_text, const std::st
       out.output_specs.push_back(std::move(spec));
     }
     if (out.output_specs.size() != out.graph.outputs().size())
-      bad(where, fmt::format("signature has {} output specs for {} graph outputs", out.output_specs.size(), out.graph.outputs().size()));
+      bad_archive(where, fmt::format("signature has {} output specs for {} graph outputs", out.output_specs.size(), out.graph.outputs().size()));
   } catch (const std::bad_variant_access&) {
-    bad(where, "a union in the signature or graph has no member this schema knows (written by a newer torch?)");
+    bad_archive(where, "a union in the signature or graph has no member this schema knows (written by a newer torch?)");
   }
 
   for (const auto& [sym, rc] : ep.get_range_constraints()) out.range_constraints[sym] = {rc.get_min_val(), rc.get_max_val()};
@@ -525,7 +523,7 @@ std::vector<PayloadEntry> parse_payload_config(const std::string& json_text, con
     check_integers(j, where);
     config = j.get<ex::PayloadConfig>();
   } catch (const json::exception& e) {
-    bad(where, fmt::format("malformed payload config ({})", e.what()));
+    bad_archive(where, fmt::format("malformed payload config ({})", e.what()));
   }
   std::vector<PayloadEntry> out;
   for (const auto& [fqn, meta] : config.get_config()) {
@@ -533,7 +531,7 @@ std::vector<PayloadEntry> parse_payload_config(const std::string& json_text, con
     try {
       if (meta.get_tensor_meta()) e.meta = to_meta(*meta.get_tensor_meta(), where + " '" + fqn + "'");
     } catch (const std::bad_variant_access&) {
-      bad(where, fmt::format("the tensor_meta of '{}' has a union with no member this schema knows (a size that is neither "
+      bad_archive(where, fmt::format("the tensor_meta of '{}' has a union with no member this schema knows (a size that is neither "
                              "as_int nor as_expr?): the archive is corrupt", fqn));
     }
     out.push_back(std::move(e));

@@ -12,26 +12,24 @@
 #include "graphs/strided_layout.h"
 #include "graphs/export_json.h"
 #include "graphs/torch_save.h"
+#include "graphs/archive_error.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {
 
 namespace {
 
-[[noreturn]] void bad(const std::string& where, const std::string& what) {
-  throw Error(Error::Kind::BadArchive, fmt::format("{}: {}", where, what));
-}
 
 std::string choose_model(const Archive& archive, const std::string& wanted) {
   auto names = archive.model_names();
   if (!wanted.empty()) {
     if (std::find(names.begin(), names.end(), wanted) == names.end())
-      bad(archive.path(), fmt::format("no model '{}' (models: {})", wanted, fmt::join(names, ", ")));
+      bad_archive(archive.path(), fmt::format("no model '{}' (models: {})", wanted, fmt::join(names, ", ")));
     return wanted;
   }
   if (names.size() == 1) return names.front();
   if (std::find(names.begin(), names.end(), "model") != names.end()) return "model";
-  bad(archive.path(), fmt::format("holds several models ({}): choose one with --model", fmt::join(names, ", ")));
+  bad_archive(archive.path(), fmt::format("holds several models ({}): choose one with --model", fmt::join(names, ", ")));
 }
 
 /// A raw weight's layout as its tensor_meta gives it, checked before libtorch sees it.
@@ -41,7 +39,7 @@ StridedLayout weight_layout(const TensorMeta& m, const std::string& where) {
   l.element_size = element_size(m.dtype);
   auto add = [&](const std::vector<SymInt>& from, std::vector<int64_t>& to) {
     for (const SymInt& s : from) {
-      if (!s.is_static()) bad(where, "a saved weight with a dynamic size or stride");
+      if (!s.is_static()) bad_archive(where, "a saved weight with a dynamic size or stride");
       to.push_back(*s.value);
     }
   };
@@ -63,15 +61,15 @@ void load_payload(const Archive& archive, const std::string& dir, const std::str
       continue;
     }
     if (!archive.has_record(record))
-      bad(archive.path(), fmt::format("missing record '{}' for '{}': the archive is incomplete; re-save it", record, e.fqn));
+      bad_archive(archive.path(), fmt::format("missing record '{}' for '{}': the archive is incomplete; re-save it", record, e.fqn));
     const std::string at = fmt::format("{}: record '{}' ('{}')", archive.path(), record, e.fqn);
     if (e.use_pickle) {
       program.state[e.fqn] = tensor_from_torch_save(archive.read_text(record), at);
       continue;
     }
-    if (!e.meta) bad(at, "no tensor_meta for a raw weight");
+    if (!e.meta) bad_archive(at, "no tensor_meta for a raw weight");
     const TensorMeta& m = *e.meta;
-    if (m.layout != Layout::Strided) bad(at, fmt::format("a {} tensor: pt2diff reads strided tensors only", layout_name(m.layout)));
+    if (m.layout != Layout::Strided) bad_archive(at, fmt::format("a {} tensor: pt2diff reads strided tensors only", layout_name(m.layout)));
     auto it = storages.find(e.path_name);
     if (it == storages.end()) {
       auto [data, size] = archive.read_record(record);
@@ -81,9 +79,9 @@ void load_payload(const Archive& archive, const std::string& dir, const std::str
     const StridedLayout layout = weight_layout(m, at);
     const LayoutCheck check = check_layout(layout);
     if (check.problem)
-      bad(at, fmt::format("its tensor_meta ({} {}) has {}: the archive is corrupt", dtype_name(m.dtype), m.shape_str(), *check.problem));
+      bad_archive(at, fmt::format("its tensor_meta ({} {}) has {}: the archive is corrupt", dtype_name(m.dtype), m.shape_str(), *check.problem));
     if (check.needed_bytes > static_cast<int64_t>(it->second.nbytes()))
-      bad(at, fmt::format("has {} bytes but its tensor_meta ({} {}) needs {}: the archive is truncated or corrupt",
+      bad_archive(at, fmt::format("has {} bytes but its tensor_meta ({} {}) needs {}: the archive is truncated or corrupt",
                           it->second.nbytes(), dtype_name(m.dtype), m.shape_str(), check.needed_bytes));
     at::Tensor t = at::empty({0}, at::TensorOptions().dtype(static_cast<c10::ScalarType>(m.dtype)));
     t.set_(it->second, layout.storage_offset, layout.sizes, layout.strides);
@@ -104,7 +102,7 @@ void check_state(const Program& p) {
     if (!tensor_state) continue;
     auto it = p.state.find(spec.target);
     if (it == p.state.end())
-      bad(p.path, fmt::format("{} '{}' is in the signature but not in the archive's weights or constants",
+      bad_archive(p.path, fmt::format("{} '{}' is in the signature but not in the archive's weights or constants",
                               input_kind_name(spec.kind), spec.target));
     const Value& v = p.ir.graph.value(spec.arg.as<ValueId>());
     if (!v.meta) continue;
@@ -115,7 +113,7 @@ void check_state(const Program& p) {
     // A saved weight larger than the graph's placeholder says (a stride-0 [2^20, 2^20] for a [64, 32])
     // would be copied to float64 at its own size: refused here, by shape.
     if (static_cast<int8_t>(t.scalar_type()) != static_cast<int8_t>(v.meta->dtype) || !same_shape)
-      bad(p.path, fmt::format("{} '{}' is saved as {} {}, the graph expects {} {}", input_kind_name(spec.kind), spec.target,
+      bad_archive(p.path, fmt::format("{} '{}' is saved as {} {}, the graph expects {} {}", input_kind_name(spec.kind), spec.target,
                               dtype_name(static_cast<DType>(t.scalar_type())), fmt::format("[{}]", fmt::join(t.sizes(), ", ")), dtype_name(v.meta->dtype),
                               v.meta->shape_str()));
   }
@@ -148,7 +146,7 @@ Program load_from(const Archive& archive, const LoadOptions& options) {
   p.path = path;
   p.model_name = choose_model(archive, options.model_name);
   if (archive.has_record("byteorder") && archive.read_text("byteorder") != "little")
-    bad(path, "saved on a big-endian machine: pt2diff reads little-endian archives only");
+    bad_archive(path, "saved on a big-endian machine: pt2diff reads little-endian archives only");
   const std::string model_record = "models/" + p.model_name + ".json";
   p.ir = parse_exported_program(archive.read_text(model_record), path + ": " + model_record);
   load_payload(archive, "data/weights/", "data/weights/" + p.model_name + "_weights_config.json", p);

@@ -110,6 +110,9 @@ struct SearchOptions {
 DiffOptions diff_options(const Program& program, const GraphOptions& graph, const InputOptions& inputs,
                          const CompilerOptions& compiler, const RuleOptions& rule, const SearchOptions& search);
 
+/// Writes `bytes` to the file at `path` (a report the user asked for); Error(Usage) naming it when it cannot.
+void write_file(const std::string& path, const std::string& bytes);
+
 std::unique_ptr<Command> make_inspect_command();
 std::unique_ptr<Command> make_diff_command();
 std::unique_ptr<Command> make_explain_command();

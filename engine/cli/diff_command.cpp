@@ -15,11 +15,6 @@ namespace pt2diff::cli {
 
 namespace {
 
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary);
-  if (!(f << bytes)) throw Error(Error::Kind::Usage, fmt::format("cannot write {}", path));
-}
-
 /// (compiled, eager, fp64): three tuples holding the judged graph outputs of each run, in report
 /// order, None where a run has no value. Python: `compiled, eager, fp64 = torch.load(f, weights_only=True)`.
 std::string saved_outputs(const DiffResult& r) {

@@ -222,4 +222,9 @@ std::optional<UserInputs> InputOptions::load(const Program& program) const {
   return std::nullopt;
 }
 
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  if (!(f << bytes)) throw Error(Error::Kind::Usage, fmt::format("cannot write {}", path));
+}
+
 }  // namespace pt2diff::cli

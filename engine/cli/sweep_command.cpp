@@ -13,11 +13,6 @@ namespace pt2diff::cli {
 
 namespace {
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!(f << text)) throw Error(Error::Kind::Usage, fmt::format("cannot write {}", path));
-}
-
 class SweepCommand final : public Command {
  public:
   void add_to(CLI::App& app) override {

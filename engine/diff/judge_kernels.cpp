@@ -16,7 +16,6 @@ namespace pt2diff {
 
 namespace {
 
-std::string shape_of(const at::Tensor& t) { return fmt::format("[{}]", fmt::join(t.sizes(), ", ")); }
 
 /// The value of `node` that `buffer` holds: the output `index` when the compiler says, else the one
 /// output with the buffer's dtype and (static) element count. kNoValue (with why) when there is none or several.

@@ -10,9 +10,9 @@
 
 namespace pt2diff {
 
-namespace {
-
 std::string shape_of(const at::Tensor& t) { return fmt::format("[{}]", fmt::join(t.sizes(), ", ")); }
+
+namespace {
 
 /// Errors of one defined value; tensors only (sym scalars are exact by construction).
 ValueError value_error(const Graph& g, ValueId v, const c10::IValue& native, const c10::IValue& fp64, const c10::IValue& local,

@@ -46,4 +46,7 @@ void explain_culprit(RunState& s);
 void find_workaround(RunState& s);
 void rank_nodes(RunState& s);
 
+/// "[2, 3]": a tensor's sizes as reports show a shape (the stages' one helper).
+std::string shape_of(const at::Tensor& t);
+
 }  // namespace pt2diff

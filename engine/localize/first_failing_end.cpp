@@ -6,13 +6,13 @@
 namespace pt2diff {
 
 namespace {
-constexpr Phase kPhase = Phase::FirstFailingEnd;
+constexpr Phase kFirstFailingEndPhase = Phase::FirstFailingEnd;
 }
 
 size_t first_failing_end(SearchState& state, const std::vector<size_t>& suspects) {
   const size_t m = state.oracle.size();
   if (m == 0) return 0;
-  auto fails = [&](size_t end) { return state.prefix(end, kPhase).fails; };
+  auto fails = [&](size_t end) { return state.prefix(end, kFirstFailingEndPhase).fails; };
   if (state.options.search == LocalizeOptions::Search::Linear) {
     for (size_t end = 1; end <= m; ++end) {
       if (!state.budget_left()) {

@@ -6,12 +6,12 @@
 namespace pt2diff {
 
 namespace {
-constexpr Phase kPhase = Phase::LatestStart;
+constexpr Phase kLatestStartPhase = Phase::LatestStart;
 }
 
 size_t latest_start(SearchState& state, size_t end) {
   if (end == 0) return end;
-  auto fails = [&](size_t begin) { return state.window(begin, end, kPhase).fails; };
+  auto fails = [&](size_t begin) { return state.window(begin, end, kLatestStartPhase).fails; };
   if (fails(end - 1)) return end - 1;
   // Invariant: window(lo) fails (assumed for lo = 0: the prefix failed), window(hi) passes.
   size_t lo = 0, hi = end - 1;
