@@ -169,7 +169,7 @@ DiffResult diff_with(const std::string& spec, double timeout = 600) {  // a cold
   return diff(m.program, m.inputs, o);
 }
 
-void expect_failed(const DiffResult& r, const std::string& failure, const std::string& message) {
+void expect_backend_failed(const DiffResult& r, const std::string& failure, const std::string& message) {
   ASSERT_FALSE(r.compiles.empty());
   EXPECT_TRUE(r.compiled_failed);
   EXPECT_STREQ(failure_kind_name(r.compiles.front().failure), failure.c_str()) << r.compiles.front().message;
@@ -183,7 +183,7 @@ void expect_failed(const DiffResult& r, const std::string& failure, const std::s
 
 TEST(WorkerFailures, ACrashIsRestartedOnceThenReported) {
   DiffResult r = diff_with(broken("crash"));
-  expect_failed(r, "worker_died", "killed by signal 9");
+  expect_backend_failed(r, "worker_died", "killed by signal 9");
   EXPECT_NE(r.compiles.front().message.find("about to die while compiling"), std::string::npos);  // its stderr, quoted
   EXPECT_EQ(r.compiles.size(), 1u);  // a worker that died twice is not asked for the exploded compile
 }
@@ -191,20 +191,20 @@ TEST(WorkerFailures, ACrashIsRestartedOnceThenReported) {
 TEST(WorkerFailures, AHangIsKilledAtTheTimeout) {
   const auto start = std::chrono::steady_clock::now();
   DiffResult r = diff_with(broken("hang"), 2);
-  expect_failed(r, "timed_out", "gave no answer within 2 s");
+  expect_backend_failed(r, "timed_out", "gave no answer within 2 s");
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30);
 }
 
 TEST(WorkerFailures, ACompileErrorKeepsTheCompilersMessage) {
   DiffResult r = diff_with(broken("error"));
-  expect_failed(r, "compile_failed", "LoweringException: no lowering for aten.frobnicate");
+  expect_backend_failed(r, "compile_failed", "LoweringException: no lowering for aten.frobnicate");
   EXPECT_EQ(r.compiles.size(), 2u);  // the worker is alive: the exploded compile is still tried
 }
 
 TEST(WorkerFailures, GarbageAndOldProtocolsAreNamed) {
-  expect_failed(diff_with(broken("garbage")), "run_failed", "a line that is not JSON");
-  expect_failed(diff_with(broken("old_protocol")), "unusable", "speaks protocol 0, pt2diff speaks 1");
-  expect_failed(diff_with("external:/no/such/compiler"), "worker_died", "external worker died");
+  expect_backend_failed(diff_with(broken("garbage")), "run_failed", "a line that is not JSON");
+  expect_backend_failed(diff_with(broken("old_protocol")), "unusable", "speaks protocol 0, pt2diff speaks 1");
+  expect_backend_failed(diff_with("external:/no/such/compiler"), "worker_died", "external worker died");
 }
 
 TEST(WorkerFailures, OneDeathIsSurvivedByARestart) {

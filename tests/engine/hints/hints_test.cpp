@@ -26,7 +26,7 @@ const Hint* find_hint(const DiffResult& r, const std::string& kind) {
   return nullptr;
 }
 
-DiffResult run(const std::string& name, const std::string& spec) {
+DiffResult run_hints(const std::string& name, const std::string& spec) {
   Program p = load_program(fixture(name + ".pt2"));
   DiffOptions o;
   o.compiled = spec;
@@ -36,7 +36,7 @@ DiffResult run(const std::string& name, const std::string& spec) {
 TEST(DtypePromotionHint, Bf16RoundingIsLowerPrecisionThanPromotion) {
   for (auto [name, node] : std::vector<std::pair<std::string, std::string>>{
            {"mlp", "linear"}, {"attention_core", "bmm_1"}, {"conv_bn_relu", "conv2d"}, {"ln_softmax_gelu", "layer_norm"}}) {
-    DiffResult r = run(name, "fault:" + node + ":bf16");
+    DiffResult r = run_hints(name, "fault:" + node + ":bf16");
     const Hint* h = find_hint(r, "dtype_promotion");
     ASSERT_NE(h, nullptr) << name;
     EXPECT_EQ(h->finding, "lower_precision_than_promotion") << name << ": " << h->summary;
@@ -47,7 +47,7 @@ TEST(DtypePromotionHint, Bf16RoundingIsLowerPrecisionThanPromotion) {
 TEST(DtypePromotionHint, AScaleIsNotExplainedByPromotion) {
   for (auto [name, node] : std::vector<std::pair<std::string, std::string>>{
            {"mlp", "linear"}, {"attention_core", "bmm_1"}, {"bf16_block", "matmul"}, {"conv_bn_relu", "conv2d"}}) {
-    DiffResult r = run(name, "fault:" + node + ":scale=0.05");
+    DiffResult r = run_hints(name, "fault:" + node + ":scale=0.05");
     const Hint* h = find_hint(r, "dtype_promotion");
     ASSERT_NE(h, nullptr) << name;
     EXPECT_EQ(h->finding, "not_explained_by_promotion") << name << ": " << h->summary;
@@ -97,7 +97,7 @@ TEST(ReductionOrderHint, ReorderedSummationIsInsideTheEnvelope) {
 
 TEST(ReductionOrderHint, AScaleOrBf16RoundingIsOutsideTheEnvelope) {
   for (const char* kind : {"scale=0.05", "bf16"}) {
-    DiffResult r = run("mlp", std::string("fault:linear:") + kind);
+    DiffResult r = run_hints("mlp", std::string("fault:linear:") + kind);
     const Hint* h = find_hint(r, "reduction_order");
     ASSERT_NE(h, nullptr) << kind;
     EXPECT_EQ(h->finding, "outside_envelope") << kind << ": " << h->summary;
@@ -136,7 +136,7 @@ TEST(ExplainCli, RunsTheExperimentsOnAWindow) {
 }
 
 TEST(DtypePromotionHint, ADemotedMixedDtypeOpDiffersFromPyTorchsPromotion) {
-  DiffResult r = run("mixed_precision", "fault:add:demote");
+  DiffResult r = run_hints("mixed_precision", "fault:add:demote");
   ASSERT_TRUE(r.localization);
   ASSERT_EQ(r.localization->culprit.nodes, std::vector<std::string>{"add"}) << r.localization->culprit.summary;
   const Hint* h = find_hint(r, "dtype_promotion");
@@ -145,7 +145,7 @@ TEST(DtypePromotionHint, ADemotedMixedDtypeOpDiffersFromPyTorchsPromotion) {
   ASSERT_EQ(h->notes.size(), 1u);
   EXPECT_EQ(h->notes[0], "add (aten.add.Tensor): inputs float32, bfloat16 -> at::result_type float32; graph float32  [mixed]");
   // Rounding the same op's result to bf16 is the other bug: not a promotion difference.
-  DiffResult rounded = run("mixed_precision", "fault:add:bf16");
+  DiffResult rounded = run_hints("mixed_precision", "fault:add:bf16");
   ASSERT_NE(find_hint(rounded, "dtype_promotion"), nullptr);
   EXPECT_EQ(find_hint(rounded, "dtype_promotion")->finding, "lower_precision_than_promotion");
 }
@@ -159,7 +159,7 @@ TEST(ReductionOrderHint, SoftmaxAndConvolutionHaveBlockedAndPairwiseOrders) {
   for (auto [name, node] : std::vector<std::pair<std::string, std::string>>{{"conv_bn_relu_core", "convolution"},
                                                                             {"ln_softmax_gelu_core", "_softmax"},
                                                                             {"mixed_precision", "softmax"}}) {
-    DiffResult r = run(name, "fault:" + node + ":scale=0.05");
+    DiffResult r = run_hints(name, "fault:" + node + ":scale=0.05");
     const Hint* h = find_hint(r, "reduction_order");
     ASSERT_NE(h, nullptr) << name;
     std::set<std::string> names;
@@ -191,7 +191,7 @@ TEST(HintRegistry, EveryHintGivenIsOneItsExperimentDeclares) {
                                                                            {"attention_core", "fault:aten.bmm#2:reorder"},
                                                                            {"bf16_block", "fault:matmul:scale=0.05"},
                                                                            {"mixed_precision", "fault:add:demote"}}) {
-    DiffResult r = run(name, spec);
+    DiffResult r = run_hints(name, spec);
     if (!r.localization) continue;
     for (const Hint& h : r.localization->hints) {
       ++seen;

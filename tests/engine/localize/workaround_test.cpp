@@ -16,7 +16,7 @@ namespace {
 
 using testing::fixture;
 
-DiffResult run(const std::string& name, const std::string& compiled, bool localize = true) {
+DiffResult run_workaround(const std::string& name, const std::string& compiled, bool localize = true) {
   Program p = load_program(fixture(name + ".pt2"));
   DiffOptions o;
   o.compiled = compiled;
@@ -32,7 +32,7 @@ std::string joined(const std::vector<std::string>& lines) {
 }
 
 TEST(Workaround, TheCulpritLeftEagerIsVerifiedWithOneMoreCompile) {
-  DiffResult r = run("mlp", "fault:relu:scale=0.05");
+  DiffResult r = run_workaround("mlp", "fault:relu:scale=0.05");
   ASSERT_TRUE(r.diverged);
   ASSERT_TRUE(r.workaround);
   const Workaround& w = *r.workaround;
@@ -61,7 +61,7 @@ TEST(Workaround, TheCulpritLeftEagerIsVerifiedWithOneMoreCompile) {
 }
 
 TEST(Workaround, ANodeInsideAModuleIsLeftEagerByDisablingThatModule) {
-  DiffResult r = run("attention", "fault:aten.linear#1:scale=0.05");  // the qkv projection
+  DiffResult r = run_workaround("attention", "fault:aten.linear#1:scale=0.05");  // the qkv projection
   ASSERT_TRUE(r.diverged);
   ASSERT_TRUE(r.workaround);
   const Workaround& w = *r.workaround;
@@ -79,7 +79,7 @@ TEST(Workaround, ANodeInsideAModuleIsLeftEagerByDisablingThatModule) {
 }
 
 TEST(Workaround, WithoutACulpritTheSearchSplitsTheWholeGraph) {
-  DiffResult r = run("attention", "fault:aten.linear#2:scale=0.05", /*localize=*/false);  // the output projection
+  DiffResult r = run_workaround("attention", "fault:aten.linear#2:scale=0.05", /*localize=*/false);  // the output projection
   ASSERT_TRUE(r.diverged);
   ASSERT_FALSE(r.localization);
   ASSERT_TRUE(r.workaround);
@@ -94,7 +94,7 @@ TEST(Workaround, WithoutACulpritTheSearchSplitsTheWholeGraph) {
 }
 
 TEST(Workaround, AGraphThatPassesNeedsNoneAndCostsNoCompile) {
-  DiffResult r = run("mlp", "eager");
+  DiffResult r = run_workaround("mlp", "eager");
   ASSERT_FALSE(r.diverged);
   ASSERT_TRUE(r.workaround);
   EXPECT_EQ(r.workaround->conclusion, Workaround::Conclusion::NotNeeded);
