@@ -9,12 +9,38 @@
 #include "pt2diff/kernels.h"
 #include "pt2diff/localize.h"
 #include "pt2diff/options.h"
+#include "pt2diff/region.h"
 #include "pt2diff/results.h"
 #include "pt2diff/sweep.h"
 #include "pt2diff/verdict.h"
+#include "graphs/graph_builder.h"
 
 namespace pt2diff {
 namespace {
+
+/// Regions are the IR's vocabulary, without torch: x → relu → a; a, w → mul → m; m, a → add → y.
+TEST(RegionSpecs, AreMadeFromTheGraphAlone) {
+  testing::Builder b({"x", "w"});
+  const NodeId relu = b.node("relu", "relu.default", {b.t("x")}, {b.t("a")});
+  const NodeId mul = b.node("mul", "mul.Tensor", {b.t("a"), b.t("w")}, {b.t("m")});
+  const NodeId add = b.node("add", "add.Tensor", {b.t("m"), b.t("a")}, {b.t("y")});
+  const Graph g = b.finish({"y"});
+  auto names = [&](const std::vector<ValueId>& vs) {
+    std::vector<std::string> out;
+    for (ValueId v : vs) out.push_back(g.value(v).name);
+    return out;
+  };
+  const RegionSpec fused = RegionSpec::fused(g, {add, mul}, {g.find("y")});
+  EXPECT_EQ(fused.nodes, (std::vector<NodeId>{mul, add})) << "sorted by id";
+  EXPECT_EQ(names(fused.inputs), (std::vector<std::string>{"a", "w"}));
+  EXPECT_EQ(names(fused.outputs), (std::vector<std::string>{"y"}));
+  EXPECT_FALSE(fused.exploded);
+  const RegionSpec ops = RegionSpec::exploded_ops(g, {relu, mul, add});
+  EXPECT_TRUE(ops.exploded);
+  EXPECT_EQ(names(ops.inputs), (std::vector<std::string>{"x", "a", "w", "m"})) << "every value any op reads";
+  EXPECT_EQ(names(ops.outputs), (std::vector<std::string>{"a", "m", "y"}));
+  EXPECT_EQ(fused.describe(g), "2 nodes, mul .. add");
+}
 
 TEST(RuleSpecs, ReadBackAsTheyAreWritten) {
   for (const char* spec : {"same", "allclose", "ulp:4", "ulp:0.5", "cosine:0.9999"}) EXPECT_EQ(rule_name(parse_rule(spec)), spec);

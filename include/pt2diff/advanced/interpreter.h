@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "pt2diff/advanced/backend.h"
+#include "pt2diff/region.h"
 #include "pt2diff/graph.h"
 #include "pt2diff/inputs.h"
 #include "pt2diff/program.h"

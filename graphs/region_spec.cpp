@@ -1,11 +1,11 @@
-// engine/backends/region_spec.cpp — the regions backends compile: the whole graph, fused node sets
+// graphs/region_spec.cpp — the regions backends compile (pt2diff/region.h): the whole graph, fused node sets
 // and exploded ops.
 #include <algorithm>
 #include <fmt/format.h>
 #include <unordered_set>
 
 #include "graphs/dag.h"
-#include "pt2diff/advanced/backend.h"
+#include "pt2diff/region.h"
 
 namespace pt2diff {
 
