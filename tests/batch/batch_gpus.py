@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 
-from support import FIXTURES, Checks, batch, comparable, read_json
+from support import FIXTURES, Checks, batch, comparable, ray_temp_dir, read_json
 
 from pt2diff_batch.runner import runs_on_gpu, visible_gpus
 
@@ -81,7 +81,7 @@ def main():
         except ImportError:
             print("ray is not installed: the Ray half is skipped (scripts/test.sh installs it)")
             return c.finish()
-        ray.init(num_cpus=4, num_gpus=2, include_dashboard=False, _temp_dir=os.path.join(tmp, "ray-tmp"), log_to_driver=False)
+        ray.init(num_cpus=4, num_gpus=2, include_dashboard=False, _temp_dir=ray_temp_dir(), log_to_driver=False)
         try:
             out = os.path.join(tmp, "ray")
             run = batch(pt2diff, manifest, "--out", out, "--ray", ray.get_runtime_context().gcs_address,

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from support import FIXTURES, Checks, batch, comparable, read_json, validate
+from support import FIXTURES, Checks, batch, comparable, ray_temp_dir, read_json, validate
 
 try:
     import ray
@@ -59,7 +59,7 @@ def main():
         local_doc = read_json(os.path.join(tmp, "local", "summary.json"))
 
         start = time.perf_counter()
-        ray.init(num_cpus=2, include_dashboard=False, _temp_dir=os.path.join(tmp, "ray-tmp"), log_to_driver=False)
+        ray.init(num_cpus=2, include_dashboard=False, _temp_dir=ray_temp_dir(), log_to_driver=False)
         address = ray.get_runtime_context().gcs_address
         print(f"ray started in {time.perf_counter() - start:.1f} s at {address}")
         try:

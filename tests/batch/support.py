@@ -96,3 +96,15 @@ class Checks:
             return 1
         print(f"batch tests passed: {self.name} ({seconds:.1f} s)")
         return 0
+
+
+def ray_temp_dir():
+    """A short directory for Ray's session files (`ray.init(_temp_dir=...)`), removed at exit: Ray puts its
+    AF_UNIX sockets there, whose paths must fit in 107 bytes, which a directory under a long TMPDIR does not
+    leave room for ("validate_socket_filepath")."""
+    import atexit
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="ray-", dir="/tmp" if os.path.isdir("/tmp") else None)
+    atexit.register(shutil.rmtree, d, True)
+    return d
