@@ -9,13 +9,13 @@
 namespace pt2diff {
 
 namespace {
-std::string num(double v) {
+std::string num_text(double v) {
   if (v == 0) return "0";
   if (std::isinf(v)) return "inf";
   if (std::isnan(v)) return "nan";
   return fmt::format("{:.2e}", v);
 }
-std::string ulp(double v) { return std::isinf(v) ? "inf" : fmt::format("{:.1f}", v); }
+std::string ulp_text(double v) { return std::isinf(v) ? "inf" : fmt::format("{:.1f}", v); }
 
 void line(std::string& out, const std::string& s) { out += s + "\n"; }
 
@@ -55,7 +55,7 @@ void level_notes(std::string& out, const Verdict& v, const ToleranceRule& rule, 
   if (v.level == Level::Suspicious)
     line(out, fmt::format("{}suspicious: the rule passes, but compiled is {} farther from fp64 than eager (RMSE {} vs {}; "
                           "--suspicious-ratio {:g})",
-                          indent, ratio(v.error_ratio), num(v.rmse_result), num(v.rmse_eager), rule.suspicious_ratio));
+                          indent, ratio(v.error_ratio), num_text(v.rmse_result), num_text(v.rmse_eager), rule.suspicious_ratio));
   if (!v.blind_spot.empty())
     line(out, fmt::format("{}vacuous ({}): rule {} cannot see a 1% error in this output ({}); --rule relative judges it at its scale",
                           indent, v.blind_spot, rule_name(rule), v.blind_detail));
@@ -66,12 +66,12 @@ void outputs_block(std::string& out, const DiffResult& r) {
   line(out, "outputs (compiled vs eager, fp64 as referee; RMSE to fp64 and their ratio, compiled / eager):");
   for (const OutputVerdict& o : r.outputs) {
     if (o.verdict.reason == "no_compiled_value") {
-      line(out, fmt::format("  {:<10} {:<20} {:<20} eager {}  (no compiled value)", "FAIL", o.name, o.verdict.reason, num(o.eager_to_fp64.rmse)));
+      line(out, fmt::format("  {:<10} {:<20} {:<20} eager {}  (no compiled value)", "FAIL", o.name, o.verdict.reason, num_text(o.eager_to_fp64.rmse)));
       continue;
     }
     line(out, fmt::format("  {:<10} {:<20} {:<20} compiled {}  eager {}  ratio {}  max ulp compiled {} eager {}   {}",
-                          level_label(o.verdict.level), o.name, o.verdict.reason, num(o.compiled_to_fp64.rmse), num(o.eager_to_fp64.rmse),
-                          ratio(o.verdict.error_ratio), ulp(o.compiled_to_fp64.max_ulp), ulp(o.eager_to_fp64.max_ulp), o.verdict.detail));
+                          level_label(o.verdict.level), o.name, o.verdict.reason, num_text(o.compiled_to_fp64.rmse), num_text(o.eager_to_fp64.rmse),
+                          ratio(o.verdict.error_ratio), ulp_text(o.compiled_to_fp64.max_ulp), ulp_text(o.eager_to_fp64.max_ulp), o.verdict.detail));
     level_notes(out, o.verdict, r.rule, "             ");
   }
   line(out, "");
@@ -99,7 +99,7 @@ void node_verdict_block(std::string& out, const DiffResult& r) {
                         "against eager on the same inputs; {}):", level_name(nv.level), nv.judged, thresholds));
   for (const NodeFinding& f : nv.findings) {
     line(out, fmt::format("  {:<10} {:<14} {:<28} compiled local {} ({} roundoffs of {})  eager local {}  ratio {}", level_label(f.level),
-                          f.node, f.op, num(f.compiled_local.rmse), num(f.roundoffs), f.dtype, num(f.eager_local.rmse), ratio(f.ratio)));
+                          f.node, f.op, num_text(f.compiled_local.rmse), num_text(f.roundoffs), f.dtype, num_text(f.eager_local.rmse), ratio(f.ratio)));
     line(out, fmt::format("             {}{}", f.source.empty() ? "no source line" : f.source, f.module_path.empty() ? "" : "  [" + f.module_path + "]"));
     if (!f.kernels.empty()) line(out, fmt::format("             compiled in: {}", fmt::join(f.kernels, ", ")));
     if (!f.also.empty()) {
@@ -122,8 +122,8 @@ void culprit_lines(std::string& out, const Localization& l) {
     line(out, fmt::format("    {:<14} {:<32} {}{}", c.nodes[i], c.ops[i], c.sources[i],
                           c.module_paths[i].empty() ? "" : "  [" + c.module_paths[i] + "]"));
   if (named(c))
-    line(out, fmt::format("    {}: compiled RMSE to fp64 {}, eager {} (ratio {}); {}, {}", c.value, num(c.compiled_to_fp64.rmse),
-                          num(c.eager_to_fp64.rmse), ratio(c.verdict.error_ratio), level_name(c.verdict.level), c.verdict.reason));
+    line(out, fmt::format("    {}: compiled RMSE to fp64 {}, eager {} (ratio {}); {}, {}", c.value, num_text(c.compiled_to_fp64.rmse),
+                          num_text(c.eager_to_fp64.rmse), ratio(c.verdict.error_ratio), level_name(c.verdict.level), c.verdict.reason));
   if (!l.exploded_suspects.empty() && l.found_by == "bisection")
     line(out, fmt::format("  exploded compile flagged: {} ({})", fmt::join(l.exploded_suspects, ", "),
                           l.exploded_agrees ? "agrees with the bisection" : "the bisection found otherwise"));
@@ -196,9 +196,9 @@ void ranking_block(std::string& out, const DiffResult& r) {
     for (size_t i : r.ranking) {
       const NodeError& n = r.nodes[i];
       const bool compiled = n.compiled_local_relative >= 0;
-      line(out, fmt::format("  {:>9} {:>9} {:>8} {:>8} / {:>6}  {:<14} {:<32} {}{}", compiled ? num(n.compiled_local_relative) : "-",
-                            num(n.local_relative), compiled ? ratio(n.compiled_vs_eager) : "-",
-                            n.compiled_local_ulp < 0 ? "-" : ulp(n.compiled_local_ulp), ulp(n.local_ulp), n.name, n.target, n.source,
+      line(out, fmt::format("  {:>9} {:>9} {:>8} {:>8} / {:>6}  {:<14} {:<32} {}{}", compiled ? num_text(n.compiled_local_relative) : "-",
+                            num_text(n.local_relative), compiled ? ratio(n.compiled_vs_eager) : "-",
+                            n.compiled_local_ulp < 0 ? "-" : ulp_text(n.compiled_local_ulp), ulp_text(n.local_ulp), n.name, n.target, n.source,
                             n.module_path.empty() ? "" : "  [" + n.module_path + "]"));
     }
   }
@@ -213,8 +213,8 @@ std::string value_row(const NodeError& n, const ValueError& v) {
                        v.has_compiled_local ? fmt::format("{} diff", v.compiled_local.mismatches) : "-",
                        fmt::format("{} diff", v.local.mismatches), "", fmt::format("{} diff", v.propagated.mismatches), "");
   return fmt::format("  {:<16} {:<30} {:<9} {:<14} {:>9} {:>9} {:>10} {:>9} {:>10} {:>10}", v.name, n.target, v.dtype, v.shape,
-                     v.has_compiled_local ? ulp(v.compiled_local.max_ulp) : "-", ulp(v.local.max_ulp), num(v.local.max_rel),
-                     ulp(v.propagated.max_ulp), num(v.propagated.max_rel), num(v.propagated.rmse));
+                     v.has_compiled_local ? ulp_text(v.compiled_local.max_ulp) : "-", ulp_text(v.local.max_ulp), num_text(v.local.max_rel),
+                     ulp_text(v.propagated.max_ulp), num_text(v.propagated.max_rel), num_text(v.propagated.rmse));
 }
 
 /// Every value of every node, in graph order.
