@@ -240,8 +240,14 @@ def kernel_source(body):
         call = ast.parse(body.strip(), mode="eval").body
     except (SyntaxError, ValueError):
         return body
-    texts = [a.value for a in getattr(call, "args", []) if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-    return max(texts, key=len) if isinstance(call, ast.Call) and texts else body
+    text = _longest_string_argument(call) if isinstance(call, ast.Call) else None
+    return body if text is None else text
+
+
+def _longest_string_argument(call):
+    """The longest string literal among an ast.Call's positional arguments (a kernel's source), or None."""
+    texts = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return max(texts, key=len) if texts else None
 
 
 @contextlib.contextmanager
@@ -388,7 +394,7 @@ def kernel_code(paths, names):
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
                     and stmt.targets[0].id in names and isinstance(stmt.value, ast.Call)):
                 continue
-            texts = [a.value for a in stmt.value.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-            if texts:
-                code[stmt.targets[0].id] = max(texts, key=len)
+            text = _longest_string_argument(stmt.value)
+            if text is not None:
+                code[stmt.targets[0].id] = text
     return code
