@@ -61,6 +61,25 @@ def bind_libstdcxx_first():
     return True
 
 
+def keep_precompiled_headers_in_cache(cache_dir=None):
+    """Moves Inductor's precompiled headers from its default place to `cache_dir`/precompiled_headers
+    (default: $TORCHINDUCTOR_CACHE_DIR); returns that directory, or None when this torch has no such
+    setting (then nothing changes). Call it after torch is imported.
+
+    Inductor keeps them under tempfile.gettempdir(), and the engine gives each worker a scratch TMPDIR
+    that it removes at the end: without this, every worker that compiles a C++ kernel builds the
+    ~150 MB header again first (4.9 s of g++ per run, measured on the 2-core machine). A header's name
+    is a hash of its compile command, the preprocessed text and the compiler: it is never reused where
+    any of them differs."""
+    from torch._inductor import codecache
+    cache_dir = cache_dir or os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if not cache_dir or not hasattr(codecache, "_HEADER_DIR") or not hasattr(codecache, "_HEADER_LOCK_DIR"):
+        return None
+    codecache._HEADER_DIR = os.path.join(cache_dir, "precompiled_headers")
+    codecache._HEADER_LOCK_DIR = os.path.join(codecache._HEADER_DIR, "locks")
+    return codecache._HEADER_DIR
+
+
 def main(argv=None, prog=None):
     """Runs the Inductor worker: arguments, cache directory, libstdc++ bound first, stdout for the
     protocol, then serves requests on stdin until `shutdown` or end of input."""
@@ -75,4 +94,5 @@ def main(argv=None, prog=None):
     # The engine reads stdout as the protocol channel: keep everything else off it, torch's import included.
     replies = protocol_channel()
     from .inductor import Worker
+    keep_precompiled_headers_in_cache()
     serve(Worker(args.compiler), replies=replies)

@@ -386,6 +386,18 @@ class CliTest(unittest.TestCase):
         self.assertEqual(cli.setup_environment("/c", env), "/mine")  # the user's setting wins
         self.assertEqual(env["TORCHINDUCTOR_CACHE_DIR"], "/mine")
 
+    def test_precompiled_headers_are_kept_with_the_cache(self):
+        from torch._inductor import codecache
+        saved = (codecache._HEADER_DIR, codecache._HEADER_LOCK_DIR)
+        try:
+            self.assertEqual(cli.keep_precompiled_headers_in_cache("/c/aten-cpu-avx2"), "/c/aten-cpu-avx2/precompiled_headers")
+            self.assertEqual((codecache._HEADER_DIR, codecache._HEADER_LOCK_DIR),
+                             ("/c/aten-cpu-avx2/precompiled_headers", "/c/aten-cpu-avx2/precompiled_headers/locks"))
+            # Without an argument: the cache directory in force (cli.main sets it first).
+            self.assertEqual(cli.keep_precompiled_headers_in_cache(), os.path.join(os.environ["TORCHINDUCTOR_CACHE_DIR"], "precompiled_headers"))
+        finally:
+            codecache._HEADER_DIR, codecache._HEADER_LOCK_DIR = saved
+
     def test_arguments(self):
         self.assertEqual(cli.parse_args([]).cache_dir, os.path.expanduser("~/.cache/pt2diff/inductor"))
         self.assertEqual(cli.parse_args(["--cache-dir", "/x"]).cache_dir, "/x")

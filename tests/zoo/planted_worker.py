@@ -17,8 +17,9 @@ tolerance on these layer-normed models: an error of a few 1e-3 relative, which t
                that is set: one lowering, wrong at one shape, used in every layer. The outputs absorb it
                (residual streams, norms); the node verdict must not (docs/verdicts.md, "Node evidence").
 
-Everything else is the real worker. It keeps its own Inductor cache, FX graph cache off, so that no
-kernel compiled without the bug is reused.
+Everything else is the real worker, with its Inductor cache: the FX graph and AOTAutograd caches are off, so
+no graph compiled without the bug is reused, while the kernels' C++ builds are shared with every other
+compile (they are keyed on their source, which holds the bug where there is one).
 
     PT2DIFF_PLANT=conv planted_worker.py [--cache-dir DIR]
 """
@@ -29,8 +30,8 @@ import sys
 PLANT = os.environ.get("PT2DIFF_PLANT", "matmul")
 SCALE_KEY = "-".join(os.environ.get(k, "") for k in ("PT2DIFF_PLANT_OPS", "PT2DIFF_PLANT_DTYPE", "PT2DIFF_PLANT_ERROR",
                                                      "PT2DIFF_PLANT_INPUT_SHAPE")).replace(",", "x") if PLANT == "scale" else ""
-os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.expanduser(f"~/.cache/pt2diff/inductor-planted-{PLANT}{SCALE_KEY}")
 os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
+os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
 import torch  # noqa: E402
 from torch._inductor import config  # noqa: E402
 from torch._inductor.custom_graph_pass import CustomGraphPass  # noqa: E402

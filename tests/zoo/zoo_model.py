@@ -269,9 +269,9 @@ def check_absorbed(pt2diff, model, form, name, graph, inputs_file, tmp):
     report, saved = os.path.join(tmp, name + ".json"), os.path.join(tmp, name + "_outputs.pt")
     run = subprocess.run([pt2diff, graph, inputs_file, "--compiled", f"external:{sys.executable} {os.path.join(HERE, '..', '..', worker)}",
                           "--json", report, "--save-outputs", saved, "--workaround"],
-                         # The workers keep their own Inductor cache with the FX graph cache off (and so the AOTAutograd
-                         # cache, which needs it): no compiled graph is reused across plants, while the kernels' C++
-                         # builds (keyed on their source, the planted code included) are shared by the run's compiles.
+                         # The planted workers turn the FX graph and AOTAutograd caches off: no compiled graph is reused
+                         # across plants, while the kernels' C++ builds (keyed on their source, the planted code included)
+                         # are shared with every compile that uses the same Inductor cache.
                          capture_output=True, text=True, env=dict(os.environ, **env))
     if run.returncode not in (0, 1) or not os.path.exists(report):
         print(f"{name}: absorbed: pt2diff exited {run.returncode}: {run.stdout[-600:]} {run.stderr.strip()}")

@@ -18,16 +18,24 @@ import subprocess
 import sys
 import tempfile
 
-# torch.compile in this process gets an Inductor cache of its own, per run: Inductor's default one
-# (/tmp/torchinductor_$USER) is not keyed by ATEN_CPU_CAPABILITY, so a graph compiled there under one
-# capability is reused under another (seen: under "default" after a native avx2 run, the cached kernels
-# used at::vec, which the default build does not declare: a C++ compile error). pt2diff's worker keeps
-# its own cache per capability (pt2diff_worker.cli.inductor_cache_dir) and does not get this one.
-_OWN_CACHE = tempfile.TemporaryDirectory(prefix="pt2diff-agreement-inductor-")
+# torch.compile in this process uses the Inductor cache pt2diff's worker uses, one per ATEN_CPU_CAPABILITY
+# (pt2diff_worker.cli.inductor_cache_dir): not Inductor's default (/tmp/torchinductor_$USER), which is not
+# keyed by the capability, so a graph compiled there under one capability is reused under another (seen:
+# under "default" after a native avx2 run, the cached kernels used at::vec, which the default build does
+# not declare: a C++ compile error). Sharing the worker's cache shares the kernels' C++ builds (keyed on
+# their source) instead of compiling each kernel twice; a compiled graph is reused only where its FX graph,
+# inputs and config hash alike, which is what the bit-identity below is about.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+from pt2diff_worker.cli import DEFAULT_CACHE_DIR, inductor_cache_dir, keep_precompiled_headers_in_cache  # noqa: E402
+
+sys.path.pop(0)
 _WORKER_ENV = dict(os.environ)
-os.environ["TORCHINDUCTOR_CACHE_DIR"] = _OWN_CACHE.name
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache_dir(os.environ.get("PT2DIFF_INDUCTOR_CACHE") or os.path.expanduser(DEFAULT_CACHE_DIR),
+                                                          os.environ.get("ATEN_CPU_CAPABILITY", ""))
 
 import torch  # noqa: E402
+
+keep_precompiled_headers_in_cache()  # and its precompiled headers too
 
 
 def user_call(inputs, ep):

@@ -5,8 +5,9 @@ Inductor's lowering of one ATen op (PT2DIFF_PLANT_OP: "relu", "div.Tensor"; defa
 log(-result) instead (NaN and -Inf where eager is finite); PT2DIFF_PLANT_SHAPE limits it to one shape.
 The patch is planted_lowering.py (shared with bench/minifier_bench.py). The graph Inductor lowers is the
 real one (no FX pass rewrites it), so the bug is in the compiled code only, as a wrong lowering would be.
-Everything else is the real worker; its own Inductor cache, FX graph cache off, so no kernel compiled
-without the bug is reused.
+Everything else is the real worker, with its Inductor cache: the FX graph and AOTAutograd caches are off (the
+lowering is not part of their keys), so no graph compiled without the bug is reused, while the kernels'
+C++ builds are shared with every other compile (keyed on their source, which holds the bug).
 
     lowering_bug_worker.py [--cache-dir DIR]
 """
@@ -14,8 +15,8 @@ import os
 import runpy
 import sys
 
-os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.expanduser("~/.cache/pt2diff/inductor-lowering-bug-test")
 os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
+os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import planted_lowering  # noqa: E402
 

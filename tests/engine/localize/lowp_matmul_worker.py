@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The Inductor worker with a planted compiler bug, for localization tests: a post-grad pass that
 computes float32 matrix products (mm, addmm, bmm) in bfloat16 and casts the result back, as a lowering
-that silently drops precision would. Everything else is the real worker. It keeps its own Inductor
-cache, FX graph cache off, so that no kernel compiled without the bug is reused.
+that silently drops precision would. Everything else is the real worker, with its Inductor
+cache: the FX graph and AOTAutograd caches are off, so no graph compiled without the bug is reused, while
+the kernels' C++ builds (keyed on their source) are shared with every other compile.
 
     lowp_matmul_worker.py [--cache-dir DIR]
 """
@@ -10,8 +11,8 @@ import os
 import runpy
 import sys
 
-os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.expanduser("~/.cache/pt2diff/inductor-lowp-test")
 os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
+os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
 import torch  # noqa: E402
 from torch._inductor import config  # noqa: E402
 from torch._inductor.custom_graph_pass import CustomGraphPass  # noqa: E402
