@@ -8,12 +8,15 @@
 #include "pt2diff/failure.h"
 #include "pt2diff/kernels.h"
 #include "pt2diff/localize.h"
+#include "pt2diff/option_table.h"
 #include "pt2diff/options.h"
 #include "pt2diff/region.h"
 #include "pt2diff/results.h"
 #include "pt2diff/sweep.h"
 #include "pt2diff/verdict.h"
 #include "graphs/graph_builder.h"
+
+#include <set>
 
 namespace pt2diff {
 namespace {
@@ -85,6 +88,37 @@ TEST(PublicHeaders, ResultsAreHeldWithoutTheirTensors) {
   SweepOptions s;
   EXPECT_EQ(s.diff.compiled, "inductor");
   EXPECT_EQ(s.diff.rule.kind, ToleranceRule::Kind::Same);
+}
+
+// The option table (torch-free): its checks, in the CLI's and in Python's spelling.
+TEST(OptionTable, ValuesAreCheckedWithOneLineNamingTheOption) {
+  auto problem = [](const char* flag, const std::string& text) {
+    try {
+      parse_option(*find_option_flag(flag), text);
+      return std::string("accepted");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), Error::Kind::Usage);
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(problem("--repeats", "0"), "--repeats 0: expected 1 to 100");
+  EXPECT_EQ(problem("--repeats", "2.5"), "--repeats 2.5: not a whole number");
+  EXPECT_EQ(problem("--bisect", "ternary"), "--bisect ternary: expected 'binary' or 'linear'");
+  EXPECT_EQ(problem("--reference-device", "tpu"), "--reference-device tpu: expected 'auto', 'cpu' or 'cuda'");
+  EXPECT_EQ(problem("--node-ratio", "-1"), "--node-ratio -1: expected a number >= 0");
+  EXPECT_EQ(problem("--tol", "small"), "--tol small: not a number");
+  EXPECT_EQ(problem("--max-memory", "lots"), "--max-memory lots: not a size (16G, 512M, 1.5T, bytes) or none");
+  EXPECT_EQ(problem("--max-memory", "none"), "accepted");
+  // The Python module names the keyword: the same check, Python's spelling.
+  EXPECT_EQ(option_problem(*find_option_keyword("repeats"), int64_t{0}, "repeats"), "repeats=0: expected 1 to 100");
+  EXPECT_EQ(option_problem(*find_option_keyword("bisect"), std::string("ternary"), "bisect"), "bisect='ternary': expected 'binary' or 'linear'");
+  EXPECT_EQ(option_problem(*find_option_keyword("matmul_precision"), std::string(""), "matmul_precision"), "");  // unset: torch's default
+  // Every flag and keyword is one row's.
+  std::set<std::string> flags, keywords;
+  for (const OptionSpec& spec : option_table()) {
+    EXPECT_TRUE(flags.insert(spec.flag).second) << spec.flag;
+    if (spec.keyword) EXPECT_TRUE(keywords.insert(spec.keyword).second) << spec.keyword;
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "pt2diff/compare.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/inputs.h"
+#include "pt2diff/option_table.h"
 #include "pt2diff/program.h"
 
 namespace pt2diff::cli {
@@ -35,38 +36,40 @@ void install_crash_report();
 struct GraphOptions {
   std::string graph;
   std::string model;
-  std::vector<std::string> libraries;  ///< --load-library: loaded before the archive
   /// `required` is false on the root command, where a subcommand may stand instead of GRAPH.
   void add_to(CLI::App& app, bool required = true);
-  Program load() const;
+  /// The program, after loading `libraries` (--load-library: DiffOptions::backend.op_libraries).
+  Program load(const std::vector<std::string>& libraries) const;
 };
 
-/// [INPUTS] | --random-inputs [--seed N]: what to feed the graph (default: the archive's sample inputs).
+/// [INPUTS] | --random-inputs: what to feed the graph (default: the archive's sample inputs). --seed and
+/// --max-memory are the option table's (TableOptions).
 struct InputOptions {
   std::string inputs;
   bool random = false;
-  uint64_t seed = 0;
-  int64_t max_memory = 0;  ///< --max-memory (DiffOptions::max_memory): 0 the memory available, -1 none
   void add_to(CLI::App& app);
-  /// The inputs chosen by the options, or nullopt for "the archive's sample inputs".
-  std::optional<UserInputs> load(const Program& program) const;
+  /// The inputs chosen by the options, or nullopt for "the archive's sample inputs"; drawn ones with
+  /// `options`' seed, refused above its max_memory.
+  std::optional<UserInputs> load(const Program& program, const DiffOptions& options) const;
   /// The chosen inputs, else the archive's sample inputs, bound to the program. Throws
   /// pt2diff::Error(BadInputs) when there are none.
-  BoundInputs bind(const Program& program) const;
+  BoundInputs bind(const Program& program, const DiffOptions& options) const;
 };
 
-/// --compiled, --device, --inductor-config, --matmul-precision, --timeout, --worker-python,
-/// --inductor-cache: what plays the compiled side and how it is set up.
-struct CompilerOptions {
-  std::string compiled = "inductor";
-  std::string device;  ///< --device; empty: default_device(program)
-  std::string reference_device = "auto";  ///< --reference-device
-  int64_t gpu_memory = 0;                 ///< --gpu-memory (DiffOptions::gpu_memory)
-  BackendOptions backend;
-  void add_to(CLI::App& app);
-  /// Sets `options`' compiled side: this group, the seed of `inputs`, the libraries of `graph`, and
-  /// the device (the program's export device unless --device says otherwise).
-  void apply_to(DiffOptions& options, const Program& program, const GraphOptions& graph, const InputOptions& inputs) const;
+/// The options of the table (pt2diff/option_table.h) that one command takes: registered from the table,
+/// read into a DiffOptions after parsing (checked there: a bad value is pt2diff::Error(Usage), one line).
+class TableOptions {
+ public:
+  /// Registers every row whose `commands` has `command` (kDiffCommand, kExplainCommand, kSweepCommand).
+  void add_to(CLI::App& app, unsigned command);
+  /// The DiffOptions given, defaults elsewhere; the device, unless --device says otherwise, is where
+  /// `program` was exported (default_device). Throws pt2diff::Error(Usage) for a value the table refuses.
+  DiffOptions get(const Program& program) const;
+  /// --load-library's libraries, which load before the program does.
+  std::vector<std::string> libraries() const;
+
+ private:
+  std::vector<std::pair<const OptionSpec*, std::vector<std::string>>> given_;  ///< in the order parsed
 };
 
 /// One stderr line per failed compile; returns the exit code 4 when any failed, else 0.
@@ -77,38 +80,6 @@ int report_compile_failures(const DiffResult& result);
 /// error, reported by main() as out_of_memory (exit 4), instead of waking the kernel's OOM killer. The CLI
 /// only: the Python module never limits the user's process; not under AddressSanitizer.
 void cap_own_memory(int64_t max_memory);
-
-/// --rule, --tol, the multipliers, --suspicious-ratio and the node verdict's --node-ratio, --node-fail-ratio:
-/// the verdict rule and its levels.
-struct RuleOptions {
-  std::string rule = "same";
-  ToleranceRule parsed;
-  bool fail_on_suspicious = false;   ///< --fail-on-suspicious (DiffOptions::fail_on_suspicious), registered by diff only
-  /// `with_tol` false: the command registers its own --tol (a sweep's grid).
-  void add_to(CLI::App& app, bool with_tol = true);
-  /// --fail-on-suspicious, for the commands whose exit code says whether outputs agree (diff).
-  void add_exit_code_to(CLI::App& app);
-  /// The rule the options describe. Throws pt2diff::Error(Usage) for a malformed --rule.
-  ToleranceRule get() const;
-};
-
-/// --no-exploded, --no-kernel-map, --no-localize, --localize-suspicious, --bisect, --max-compiles, --repeats, --top,
-/// --workaround, --workaround-max-compiles: what runs besides the verdicts.
-struct SearchOptions {
-  bool exploded = true;
-  bool localize_suspicious = false;  ///< --localize-suspicious (DiffOptions::localize_suspicious)
-  bool kernel_map = true;
-  LocalizeOptions localize;
-  WorkaroundOptions workaround;      ///< --workaround, --workaround-max-compiles (DiffOptions::workaround)
-  std::string bisect = "binary";
-  size_t top = 10;
-  void add_to(CLI::App& app);
-};
-
-/// The DiffOptions the groups describe, for `program` (the compiled side's default device is where it
-/// was exported). to_flags() writes them back; tests/cli/flags_round_trip_test.cpp checks both ways.
-DiffOptions diff_options(const Program& program, const GraphOptions& graph, const InputOptions& inputs,
-                         const CompilerOptions& compiler, const RuleOptions& rule, const SearchOptions& search);
 
 /// Writes `bytes` to the file at `path` (a report the user asked for); Error(Usage) naming it when it cannot.
 void write_file(const std::string& path, const std::string& bytes);

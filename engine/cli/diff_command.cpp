@@ -32,12 +32,7 @@ class DiffCommand final : public Command {
   void add_to(CLI::App& app) override {
     graph_.add_to(app, /*required=*/false);
     inputs_.add_to(app);
-    compiler_.add_to(app);
-    search_.add_to(app);
-    app.add_option("--repro", repro_dir_,
-                   "when a culprit is named, write it to this directory as a standalone archive, its inputs and the command");
-    rule_.add_to(app);
-    rule_.add_exit_code_to(app);
+    table_.add_to(app, kDiffCommand);
     app.add_option("--json", json_path_, "also write the report as JSON to this file (docs/report.schema.json)");
     app.add_option("--html", html_path_, "also write the report as one self-contained HTML page (plots, the culprit's graph) to this file");
     app.add_option("--save-outputs", outputs_path_,
@@ -46,10 +41,9 @@ class DiffCommand final : public Command {
 
   int run() override {
     if (graph_.graph.empty()) throw Error(Error::Kind::Usage, "no GRAPH given: pt2diff GRAPH [INPUTS] (see pt2diff --help)");
-    Program program = graph_.load();
-    BoundInputs bound = inputs_.bind(program);
-    DiffOptions options = diff_options(program, graph_, inputs_, compiler_, rule_, search_);
-    options.repro_dir = repro_dir_;
+    Program program = graph_.load(table_.libraries());
+    DiffOptions options = table_.get(program);
+    BoundInputs bound = inputs_.bind(program, options);
     cap_own_memory(options.max_memory);
     TerminalProgress progress;
     options.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };
@@ -66,10 +60,7 @@ class DiffCommand final : public Command {
  private:
   GraphOptions graph_;
   InputOptions inputs_;
-  CompilerOptions compiler_;
-  RuleOptions rule_;
-  SearchOptions search_;
-  std::string repro_dir_;
+  TableOptions table_;
   std::string json_path_;
   std::string html_path_;
   std::string outputs_path_;

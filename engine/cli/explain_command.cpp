@@ -19,15 +19,13 @@ class ExplainCommand final : public Command {
     inputs_.add_to(app);
     app.add_option("--node", node_, "the node to explain (a name from pt2diff inspect --graph), or the first of a window")->required();
     app.add_option("--to", last_, "explain the window from --node to this node (the nodes between them it depends on)");
-    compiler_.add_to(app);
-    rule_.add_to(app);
+    table_.add_to(app, kExplainCommand);
   }
 
   int run() override {
-    Program program = graph_.load();
-    BoundInputs bound = inputs_.bind(program);
-    compiler_.apply_to(options_, program, graph_, inputs_);
-    options_.rule = rule_.get();
+    Program program = graph_.load(table_.libraries());
+    options_ = table_.get(program);
+    BoundInputs bound = inputs_.bind(program, options_);
     TerminalProgress progress;
     options_.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };
     std::vector<Hint> hints = explain(program, bound, node_, options_, last_);
@@ -41,8 +39,7 @@ class ExplainCommand final : public Command {
  private:
   GraphOptions graph_;
   InputOptions inputs_;
-  CompilerOptions compiler_;
-  RuleOptions rule_;
+  TableOptions table_;
   DiffOptions options_;
   std::string node_;
   std::string last_;

@@ -14,13 +14,14 @@ class InspectCommand final : public Command {
   void add_to(CLI::App& app) override {
     graph_.add_to(app);
     inputs_.add_to(app);
+    table_.add_to(app, kInspectCommand);  // --load-library, --seed, --max-memory
     app.add_flag("--json", json_, "print the summary as JSON (docs/inspect.schema.json)");
     app.add_flag("--graph", print_graph_, "also print the graph, one node per line");
   }
 
   int run() override {
-    Program program = graph_.load();
-    InspectReport report = inspect(program, inputs_.load(program));
+    Program program = graph_.load(table_.libraries());
+    InspectReport report = inspect(program, inputs_.load(program, table_.get(program)));
     if (json_) {
       std::cout << to_json(report);
     } else {
@@ -39,6 +40,7 @@ class InspectCommand final : public Command {
  private:
   GraphOptions graph_;
   InputOptions inputs_;
+  TableOptions table_;
   bool json_ = false;
   bool print_graph_ = false;
 };

@@ -18,28 +18,23 @@ class SweepCommand final : public Command {
   void add_to(CLI::App& app) override {
     graph_.add_to(app);
     inputs_.add_to(app);
-    compiler_.add_to(app);
-    rule_.add_to(app, /*with_tol=*/false);
+    table_.add_to(app, kSweepCommand);  // the table's --tol is not a sweep's: its grid is
     app.add_option("--tol", tols_, "tolerances: LO:HI:N (N log-spaced points) or A,B,C")->default_val("1e-7:1e-1:13");
     app.add_option("--multiplier", multipliers_,
                    "second axis: RMSE multipliers of the same() rule, comma-separated (each replaces the fp32 and low-precision ones)")
         ->delimiter(',');
     app.add_flag("--localize", options_.localize, "localize at every point where an output fails (compiles are shared between points)");
-    app.add_flag("--localize-suspicious", options_.diff.localize_suspicious,
-                 "with --localize, also localize points where an output is suspicious (docs/verdicts.md)");
-    app.add_flag("!--no-exploded", options_.diff.exploded, "skip the exploded compile (no compiled local failures per node)");
     app.add_option("--csv", csv_, "write one row per (point, output) to this CSV file");
     app.add_option("--json", json_, "write the sweep as JSON (docs/sweep.schema.json)");
     app.add_option("--plot", plot_, "write an SVG plot of failing outputs and nodes against the tolerance");
   }
 
   int run() override {
-    Program program = graph_.load();
-    BoundInputs bound = inputs_.bind(program);
+    Program program = graph_.load(table_.libraries());
+    options_.diff = table_.get(program);
+    BoundInputs bound = inputs_.bind(program, options_.diff);
     options_.tols = parse_tolerances(tols_);
     options_.multipliers = multipliers_;
-    compiler_.apply_to(options_.diff, program, graph_, inputs_);
-    options_.diff.rule = rule_.get();
     TerminalProgress progress;
     options_.diff.backend.on_wait = [&](const std::string& activity, double elapsed) { progress.on_wait(activity, elapsed); };
     SweepResult result = sweep(program, bound, options_);
@@ -54,8 +49,7 @@ class SweepCommand final : public Command {
  private:
   GraphOptions graph_;
   InputOptions inputs_;
-  CompilerOptions compiler_;
-  RuleOptions rule_;
+  TableOptions table_;
   SweepOptions options_;
   std::string tols_ = "1e-7:1e-1:13";
   std::vector<double> multipliers_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/localize/compiled_oracle.h"
+#include "engine/localize/whole_graph_oracle.h"
 #include "pt2diff/advanced/backend.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/values.h"
@@ -77,19 +78,8 @@ c10::IValue compiled_output(const RunState& s, size_t i, const std::vector<c10::
 std::optional<Verdict> judge_output(const RunState& s, size_t i, const at::Tensor& compiled);
 
 /// The whole graph compiled and run with some nodes left eager (RegionSpec::eager, the user's
-/// torch.compiler.disable), every output judged with the run's rule: what --workaround's search and the
-/// node verdict's confirmation ask.
-struct EagerNodesRun {
-  bool ran = false;                     ///< the compile and run succeeded
-  std::optional<FailureKind> failure;   ///< why not, when !ran
-  std::string message;                  ///< the compiler's message, when !ran
-  std::string failing_output;           ///< the first output that counts as failing (empty: none)
-  std::string failing_detail;           ///< its verdict's reason, or "no compiled value"
-  std::string worst_output;             ///< the output farthest from fp64 relative to eager (Verdict::error_ratio)
-  double worst_ratio = 0;               ///< its error ratio
-  std::vector<std::pair<std::string, double>> ratios;  ///< every judged output's error ratio
-  double seconds = 0;
-};
+/// torch.compiler.disable), every output judged with the run's rule (EagerNodesRun: whole_graph_oracle.h):
+/// what --workaround's search and the node verdict's confirmation ask.
 /// One such compile and run (`suspicious_fails`: suspicious outputs count as failing).
 EagerNodesRun run_with_eager_nodes(RunState& s, const std::vector<NodeId>& eager, bool suspicious_fails, const std::string& what);
 

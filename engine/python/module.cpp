@@ -21,6 +21,7 @@
 #include "graphs/archive.h"
 #include "graphs/memory_estimate.h"
 #include "pt2diff/advanced/interpreter.h"
+#include "pt2diff/option_table.h"
 #include "pt2diff/pt2diff.h"
 
 namespace py = pybind11;
@@ -163,72 +164,73 @@ std::optional<T> get_optional(const py::dict& o, const char* key) {
 
 [[noreturn]] void usage(const std::string& what) { throw Error(Error::Kind::Usage, what); }
 
-/// A size option (max_memory, gpu_memory): None is 0 (the memory available), an int bytes, a string as
-/// the CLI reads it ("16G", "none").
-int64_t size_of(const py::dict& o, const char* key, const char* name) {
-  py::object v = o[key];
-  if (v.is_none()) return 0;
-  if (PyLong_Check(v.ptr())) return v.cast<int64_t>();
-  const std::string text = py::str(v).cast<std::string>();
-  auto bytes = parse_byte_size(text);
-  if (!bytes) usage(fmt::format("{}='{}' is not a size (16G, 512M, 1.5T, bytes) or 'none'", name, text));
-  return *bytes;
+/// A keyword's value as the option table holds it (pt2diff/option_table.h), from the Python object given.
+OptionValue option_value(const OptionSpec& spec, const Program& program, py::handle v) {
+  switch (spec.kind) {
+    case OptionKind::Switch:
+    case OptionKind::NegatedSwitch:
+      return v.cast<bool>();
+    case OptionKind::Text:
+      if (v.is_none()) return spec.program_default ? OptionValue(default_device(program)) : spec.get(DiffOptions{});
+      return v.cast<std::string>();
+    case OptionKind::Real:
+      return v.cast<double>();
+    case OptionKind::Count:
+      return v.cast<int64_t>();
+    case OptionKind::Size: {  // None is 0 (the memory available), an int bytes, a string as the CLI reads it ("16G", "none")
+      if (v.is_none()) return int64_t{0};
+      if (PyLong_Check(v.ptr())) return v.cast<int64_t>();
+      const std::string text = py::str(v).cast<std::string>();
+      auto bytes = parse_byte_size(text);
+      if (!bytes) usage(fmt::format("{}='{}' is not a size (16G, 512M, 1.5T, bytes) or 'none'", spec.keyword, text));
+      return *bytes;
+    }
+    case OptionKind::Texts:
+      return v.cast<std::vector<std::string>>();
+  }
+  return {};
 }
 
-int64_t max_memory_of(const py::dict& o) { return size_of(o, "max_memory", "max_memory"); }
+int64_t max_memory_of(const Program& program, const py::dict& o) {
+  return std::get<int64_t>(option_value(*find_option_keyword("max_memory"), program, o["max_memory"]));
+}
 
-/// The DiffOptions of a call, as CompilerOptions, RuleOptions and SearchOptions build them for the CLI.
+/// The DiffOptions of a call: each keyword of the option table that `o` holds, checked as the table says
+/// (the CLI's checks, in Python's spelling: "repeats=0: expected 1 to 100"); the device, when None, is
+/// where the program was exported.
 DiffOptions diff_options(const Program& program, const std::vector<std::string>& libraries, const py::dict& o) {
   DiffOptions d;
-  d.compiled = get<std::string>(o, "compiled");
-  BackendOptions& b = d.backend;
-  b.device = get_optional<std::string>(o, "device").value_or(default_device(program));
-  b.inductor_config = get<std::vector<std::string>>(o, "inductor_config");
-  b.matmul_precision = get_optional<std::string>(o, "matmul_precision").value_or("");
-  if (!b.matmul_precision.empty() && b.matmul_precision != "highest" && b.matmul_precision != "high" && b.matmul_precision != "medium")
-    usage(fmt::format("matmul_precision='{}': expected 'highest', 'high' or 'medium'", b.matmul_precision));
-  b.no_tf32 = get<bool>(o, "no_tf32");
-  b.timeout_seconds = get<double>(o, "timeout");
-  b.python = get_optional<std::string>(o, "worker_python").value_or("");
-  b.inductor_cache_dir = get_optional<std::string>(o, "inductor_cache").value_or("");
-  b.seed = get<uint64_t>(o, "seed");
-  b.op_libraries = libraries;
-
-  ToleranceRule rule = parse_rule(get<std::string>(o, "rule"));
-  rule.tol = get<double>(o, "tol");
-  rule.fp32_multiplier = get<double>(o, "fp32_multiplier");
-  rule.low_precision_multiplier = get<double>(o, "low_precision_multiplier");
-  rule.small_tensor_multipliers = get<bool>(o, "small_tensor_multipliers");
-  rule.suspicious_ratio = get<double>(o, "suspicious_ratio");
-  if (!(rule.suspicious_ratio >= 0)) usage(fmt::format("suspicious_ratio={}: expected a number >= 0 (0: never)", rule.suspicious_ratio));
-  rule.node_ratio = get<double>(o, "node_ratio");
-  if (!(rule.node_ratio >= 0)) usage(fmt::format("node_ratio={}: expected a number >= 0 (0: the node verdict is off)", rule.node_ratio));
-  rule.node_fail_ratio = get<double>(o, "node_fail_ratio");
-  if (!(rule.node_fail_ratio >= 0))
-    usage(fmt::format("node_fail_ratio={}: expected a number >= 0 (0: never fails on node evidence alone)", rule.node_fail_ratio));
-  d.rule = rule;
-  d.fail_on_suspicious = o.contains("fail_on_suspicious") && get<bool>(o, "fail_on_suspicious");  // diff() only
-  d.localize_suspicious = get<bool>(o, "localize_suspicious");
-
-  d.exploded = get<bool>(o, "exploded");
-  d.kernel_map = get<bool>(o, "kernel_map");
-  d.localize.enabled = get<bool>(o, "localize");
-  const std::string bisect = get<std::string>(o, "bisect");
-  if (bisect != "binary" && bisect != "linear") usage(fmt::format("bisect='{}': expected 'binary' or 'linear'", bisect));
-  d.localize.search = bisect == "linear" ? LocalizeOptions::Search::Linear : LocalizeOptions::Search::Binary;
-  d.localize.max_compiles = get<size_t>(o, "max_compiles");
-  d.localize.repeats = get<int>(o, "repeats");
-  if (d.localize.repeats < 1 || d.localize.repeats > 100) usage(fmt::format("repeats={}: expected 1 to 100", d.localize.repeats));
-  d.top = get<size_t>(o, "top");
-  d.workaround.enabled = o.contains("workaround") && get<bool>(o, "workaround");  // diff() only
-  if (o.contains("workaround_max_compiles")) d.workaround.max_compiles = get<size_t>(o, "workaround_max_compiles");
-  d.repro_dir = get_optional<std::string>(o, "repro").value_or("");
-  d.max_memory = max_memory_of(o);
-  d.reference_device = get<std::string>(o, "reference_device");
-  if (d.reference_device != "auto" && d.reference_device != "cpu" && d.reference_device != "cuda")
-    usage(fmt::format("reference_device='{}': expected 'auto', 'cpu' or 'cuda'", d.reference_device));
-  d.gpu_memory = size_of(o, "gpu_memory", "gpu_memory");
+  d.backend.device = default_device(program);
+  for (const OptionSpec& spec : option_table()) {
+    if (!spec.keyword || !o.contains(spec.keyword)) continue;
+    const OptionValue value = option_value(spec, program, o[spec.keyword]);
+    if (std::string problem = option_problem(spec, value, spec.keyword); !problem.empty()) usage(problem);
+    spec.set(d, value);
+  }
+  d.backend.op_libraries = libraries;
   return d;
+}
+
+/// The option table for the Python side's defaults and docs: (keyword, flag, commands, default, help) per
+/// row that has a keyword, defaults as Python values (None for an unset text or size, a tuple for a list).
+py::list option_rows() {
+  py::list rows;
+  const DiffOptions defaults;
+  for (const OptionSpec& spec : option_table()) {
+    if (!spec.keyword) continue;
+    const OptionValue value = spec.get(defaults);
+    py::object d = std::visit(
+        [&](const auto& v) -> py::object {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::vector<std::string>>) return py::tuple(py::cast(v));
+          else if constexpr (std::is_same_v<T, std::string>) return v.empty() || spec.program_default ? py::none() : py::cast(v);
+          else if constexpr (std::is_same_v<T, int64_t>) return spec.kind == OptionKind::Size && v == 0 ? py::none() : py::cast(v);
+          else return py::cast(v);
+        },
+        value);
+    rows.append(py::make_tuple(spec.keyword, spec.flag, spec.commands, d, spec.help));
+  }
+  return rows;
 }
 
 /// The progress line on a terminal (as the CLI draws it) unless progress=False.
@@ -246,7 +248,7 @@ struct Progress {
 };
 
 BoundInputs bind_call(const ProgramHandle& p, py::handle inputs, const py::dict& o) {
-  return bind_given(*p.program, inputs, get<bool>(o, "random_inputs"), get<uint64_t>(o, "seed"), max_memory_of(o),
+  return bind_given(*p.program, inputs, get<bool>(o, "random_inputs"), get<uint64_t>(o, "seed"), max_memory_of(*p.program, o),
               get<std::string>(o, "inputs_origin"));
 }
 
@@ -303,6 +305,12 @@ PYBIND11_MODULE(_pt2diff, m) {
   m.attr("DEFAULT_SUSPICIOUS_RATIO") = pt2diff::kDefaultSuspiciousRatio;
   m.attr("DEFAULT_NODE_RATIO") = pt2diff::kDefaultNodeRatio;
   m.attr("DEFAULT_NODE_FAIL_RATIO") = pt2diff::kDefaultNodeFailRatio;
+  m.attr("DIFF") = pt2diff::kDiffCommand;
+  m.attr("EXPLAIN") = pt2diff::kExplainCommand;
+  m.attr("SWEEP") = pt2diff::kSweepCommand;
+  m.def("options", &pt2diff::python::option_rows,
+        "The option table (pt2diff/option_table.h): (keyword, flag, commands, default, help) per keyword, commands a mask of "
+        "DIFF, EXPLAIN, SWEEP.");
   using namespace pt2diff;
   using namespace pt2diff::python;
   m.doc() = "pt2diff's engine (the native half of the pt2diff package: use `import pt2diff`)";

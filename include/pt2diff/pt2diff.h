@@ -22,6 +22,7 @@
 #include "pt2diff/inputs.h"
 #include "pt2diff/inspect.h"
 #include "pt2diff/kernels.h"
+#include "pt2diff/option_table.h"
 #include "pt2diff/options.h"
 #include "pt2diff/program.h"
 #include "pt2diff/results.h"

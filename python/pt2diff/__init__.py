@@ -12,54 +12,14 @@ first). ``inputs`` is a tensor, a tuple or list (positional), a dict (by name) o
 as torch tensors; None takes the archive's sample inputs. Errors are :class:`Error` subclasses whose
 ``str()`` is the line the CLI prints after "pt2diff: ".
 
-Options are keyword arguments named after the CLI's flags (``--no-exploded`` is ``exploded=False``):
-
-    compiled                  --compiled          the compiled side: inductor, eager, aoti (AOTInductor on the
-                                                  graph), aoti:PKG, external:CMD, fault:NODE:KIND ("inductor")
-    device                    --device            device of the eager runs and the compiler (None: the GPU the
-                                                  inputs, or an nn.Module's weights, are on; else where the graph
-                                                  was exported when this machine has it; else "cpu")
-    reference_device          --reference-device  where the fp64 run goes in a GPU run: "auto", "cpu", "cuda" ("auto")
-    gpu_memory                --gpu-memory        GPU memory the runs may hold: bytes, "40G", "none" (None: free)
-    inductor_config           --inductor-config   Inductor overrides: ["k=v", ...] or {"k": python_value} (none)
-    matmul_precision          --matmul-precision  "highest", "high", "medium" (None: torch's default)
-    no_tf32                   --no-tf32           TF32 off, eager and compiled alike (False)
-    timeout                   --timeout           seconds a compile or run may take (900)
-    worker_python             --worker-python     Python of the Inductor worker (None: $PT2DIFF_PYTHON, else
-                                                  the one pt2diff was built with)
-    inductor_cache            --inductor-cache    Inductor cache directory (None: ~/.cache/pt2diff/inductor)
-    random_inputs             --random-inputs     draw inputs from the graph's metadata (False)
-    seed                      --seed              seed of random_inputs and of every run's generators (0)
-    max_memory                --max-memory        refuse runs estimated above this: bytes, "16G", "none"
-                                                  (None: the memory available)
-    rule                      --rule              same, allclose, ulp:N, cosine[:C], relative ("same")
-    tol                       --tol               the rule's tolerance (1e-3); for sweep the grid, "LO:HI:N" or a list
-    fp32_multiplier           --fp32-multiplier   RMSE multiplier for fp32 outputs (2.0)
-    low_precision_multiplier  --low-precision-multiplier   the same for fp16/bf16 and small outputs (3.0)
-    small_tensor_multipliers  --small-tensor-multipliers   8 for numel <= 500, 10 for numel <= 10 (False)
-    suspicious_ratio          --suspicious-ratio  an output the rule passes is "suspicious" when its RMSE to fp64 is
-                                                  this many times eager's or more (100; 0: never; docs/verdicts.md)
-    node_ratio                --node-ratio        node verdict: a node whose compiled local error (exploded compile) is this
-                                                  many times eager's local error or more makes the run at least
-                                                  "suspicious" whatever the outputs say (4; 0: off; docs/verdicts.md)
-    node_fail_ratio           --node-fail-ratio   such a node this many times eager's or more makes the run "fail"
-                                                  (0: never on node evidence alone)
-    fail_on_suspicious        --fail-on-suspicious  diff: a suspicious run (an output or a node) makes ``agrees`` False (False)
-    localize_suspicious       --localize-suspicious  localize a suspicious output as a failing one (False)
-    exploded                  --no-exploded       the exploded compile, every op alone (True)
-    kernel_map                --no-kernel-map     observe and judge the compiled code's buffers (True)
-    localize                  --no-localize       bisect the graph when an output diverges (True; sweep: --localize,
-                                                  False)
-    bisect                    --bisect            "binary" or "linear" ("binary")
-    max_compiles              --max-compiles      localization's compile budget (64)
-    repeats                   --repeats           runs of each boundary probe (2)
-    top                       --top               nodes in the ranking of introduced error (10)
-    repro                     --repro             directory to write the culprit to as a standalone repro (None)
-    workaround                --workaround        diff: the smallest set of nodes to leave eager for the compiled
-                                                  graph to pass, and the lines that do it (False; docs/workaround.md)
-    workaround_max_compiles   --workaround-max-compiles   that search's compile budget (24)
-    progress                  (a terminal)        a progress line on stderr while compiling, when stderr is a
-                                                  terminal (True; False: never)
+Options are keyword arguments named after the CLI's flags (``--no-exploded`` is ``exploded=False``). Besides
+the table below (made from the engine's option table at import, with each default), ``random_inputs``
+(``--random-inputs``: draw inputs from the graph's metadata; False) and ``progress`` (a progress line on
+stderr while compiling, when stderr is a terminal; True, False: never); :func:`sweep` takes its grid as
+``tol``, ``multiplier`` and ``localize`` (see there). ``device=None`` is the GPU the inputs, or an
+nn.Module's weights, are on; else where the graph was exported when this machine has it; else "cpu".
+``inductor_config`` is a list of "key=value" or a dict {key: python_value}; sizes (``max_memory``,
+``gpu_memory``) are bytes, "16G" or "none"; paths may be os.PathLike.
 """
 
 from __future__ import annotations
@@ -88,22 +48,37 @@ EXPORTED_PROGRAM_NAME = "<ExportedProgram>"
 #: The name of inputs given as Python objects, where the CLI names the inputs file.
 PYTHON_INPUTS_NAME = "<Python inputs>"
 
-_INPUT_OPTIONS = {"random_inputs": False, "seed": 0, "max_memory": None}
-_COMPILER_OPTIONS = {"compiled": "inductor", "device": None, "reference_device": "auto", "gpu_memory": None,
-                     "inductor_config": (), "matmul_precision": None, "no_tf32": False, "timeout": 900.0,
-                     "worker_python": None, "inductor_cache": None}
-_RULE_OPTIONS = {"rule": "same", "tol": 1e-3, "fp32_multiplier": 2.0, "low_precision_multiplier": 3.0,
-                 "small_tensor_multipliers": False, "suspicious_ratio": _pt2diff.DEFAULT_SUSPICIOUS_RATIO,
-                 "node_ratio": _pt2diff.DEFAULT_NODE_RATIO, "node_fail_ratio": _pt2diff.DEFAULT_NODE_FAIL_RATIO}
-_SEARCH_OPTIONS = {"exploded": True, "kernel_map": True, "localize": True, "localize_suspicious": False, "bisect": "binary",
-                   "max_compiles": 64, "repeats": 2, "top": 10, "repro": None, "workaround": False,
-                   "workaround_max_compiles": 24}
-_DIFF_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, **_SEARCH_OPTIONS, "fail_on_suspicious": False,
-                 "progress": True}
-_EXPLAIN_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, "progress": True}
-_SWEEP_OPTIONS = {**_INPUT_OPTIONS, **_COMPILER_OPTIONS, **_RULE_OPTIONS, "tol": "1e-7:1e-1:13", "multiplier": (),
-                  "localize": False, "exploded": True, "progress": True}
+#: The option table (include/pt2diff/option_table.h, the CLI's flags): keyword -> (flag, commands, default, help).
+_TABLE = {keyword: (flag, commands, default, help) for keyword, flag, commands, default, help in _pt2diff.options()}
+#: Every keyword's default, for the options a function does not take (explain: the search's).
+_DEFAULTS = {k: row[2] for k, row in _TABLE.items()}
 
+
+def _options_doc() -> str:
+    """The option table as the module's doc lists it: keyword, flag, help, default, and the functions taking it."""
+    functions = ((_pt2diff.DIFF, "diff"), (_pt2diff.EXPLAIN, "explain"), (_pt2diff.SWEEP, "sweep"))
+    import textwrap
+    lines = []
+    for keyword, (flag, commands, default, help) in _TABLE.items():
+        taken = "/".join(name for bit, name in functions if commands & bit)
+        lines.append(f"    {keyword:<26}{flag}  (default {default!r}; {taken})")
+        lines += textwrap.wrap(help, 104, initial_indent=" " * 8, subsequent_indent=" " * 8)
+    return "\n".join(lines) + "\n"
+
+
+if __doc__:  # not under python -OO
+    __doc__ += "\n" + _options_doc()
+
+
+def _taken_by(command: int) -> dict[str, Any]:
+    return {k: row[2] for k, row in _TABLE.items() if row[1] & command}
+
+
+#: What each function takes: the table's keywords for its command, and what only Python has.
+_PYTHON_ONLY = {"random_inputs": False, "progress": True}
+_DIFF_OPTIONS = {**_taken_by(_pt2diff.DIFF), **_PYTHON_ONLY}
+_EXPLAIN_OPTIONS = {**_taken_by(_pt2diff.EXPLAIN), **_PYTHON_ONLY}
+_SWEEP_OPTIONS = {**_taken_by(_pt2diff.SWEEP), **_PYTHON_ONLY, "tol": "1e-7:1e-1:13", "multiplier": (), "localize": False}
 
 def load(source, *, model: str | None = None, load_library=()) -> Program:
     """Loads a program: a path to a torch.export archive, the bytes of one, or a torch.export.ExportedProgram.
@@ -199,7 +174,7 @@ def _options(defaults: dict, given: dict, function: str) -> dict[str, Any]:
         raise TypeError(f"pt2diff.{function}() got unknown option{'s' if len(unknown) > 1 else ''} "
                         f"{', '.join(map(repr, unknown))} (options: {', '.join(sorted(defaults))})")
     # Options a command does not take (explain: the search) keep the CLI's defaults.
-    o = {**_SEARCH_OPTIONS, **defaults, **given}
+    o = {**_DEFAULTS, **defaults, **given}
     config = o["inductor_config"]
     if isinstance(config, dict):
         config = [f"{k}={v!r}" for k, v in config.items()]
@@ -254,7 +229,7 @@ def sweep(program, inputs=None, **options) -> SweepResult:
     multipliers = [float(m) for m in o.pop("multiplier")]
     localize = bool(o.pop("localize"))
     # The rule's own tol is not used by a sweep's points; the engine keeps the CLI's rule defaults.
-    o.update({"tol": _RULE_OPTIONS["tol"], "localize": _SEARCH_OPTIONS["localize"]})
+    o.update({"tol": _DEFAULTS["tol"], "localize": _DEFAULTS["localize"]})
     p = _program(program, inputs)
     return SweepResult(_pt2diff.sweep(p, inputs, tols, multipliers, localize, o))
 

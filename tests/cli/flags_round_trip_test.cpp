@@ -2,10 +2,12 @@
 // to_flags() and parses to the same options again (the repro command is built from to_flags()).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "../test_support.h"
 #include "engine/cli/command.h"
+#include "pt2diff/option_table.h"
 
 namespace pt2diff {
 namespace {
@@ -16,18 +18,13 @@ DiffOptions parse(const Program& program, const std::vector<std::string>& args) 
   CLI::App app;
   cli::GraphOptions graph;
   cli::InputOptions inputs;
-  cli::CompilerOptions compiler;
-  cli::RuleOptions rule;
-  cli::SearchOptions search;
+  cli::TableOptions table;
   graph.add_to(app, /*required=*/false);
   inputs.add_to(app);
-  compiler.add_to(app);
-  rule.add_to(app);
-  rule.add_exit_code_to(app);
-  search.add_to(app);
+  table.add_to(app, kDiffCommand);
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a vector back to front
   app.parse(reversed);
-  return cli::diff_options(program, graph, inputs, compiler, rule, search);
+  return table.get(program);
 }
 
 void expect_same(const DiffOptions& a, const DiffOptions& b) {
@@ -98,6 +95,33 @@ TEST(FlagsRoundTrip, EveryOptionIsWrittenBackAndParsesTheSame) {
     for (const std::string& name : given) EXPECT_TRUE(back.count(name)) << name << " was not written back";
     expect_same(first, parse(program, written));
   }
+}
+
+// Every row of the option table at its example value at once: a new row is covered without touching this test.
+TEST(FlagsRoundTrip, EveryRowOfTheTableAtItsExampleIsWrittenBackAndParsesTheSame) {
+  const Program program = load_program(fixture("mlp.pt2"));
+  std::vector<std::string> args;
+  for (const OptionSpec& spec : option_table()) {
+    if (!(spec.commands & kDiffCommand)) continue;
+    args.push_back(spec.flag);
+    if (spec.kind != OptionKind::Switch && spec.kind != OptionKind::NegatedSwitch) args.push_back(spec.example);
+  }
+  const DiffOptions first = parse(program, args);
+  const DiffOptions defaults;
+  for (const OptionSpec& spec : option_table()) {
+    if (!(spec.commands & kDiffCommand)) continue;
+    SCOPED_TRACE(spec.flag);
+    EXPECT_NE(option_text(spec, spec.get(first)), option_text(spec, spec.get(defaults))) << "the example is the default";
+  }
+  const std::vector<std::string> written = to_flags(first, default_device(program));
+  SCOPED_TRACE(shell_line(written));
+  for (const OptionSpec& spec : option_table())
+    if (spec.commands & kDiffCommand)
+      EXPECT_EQ(std::count(written.begin(), written.end(), std::string(spec.flag)), spec.written ? 1 : 0) << spec.flag;
+  const DiffOptions second = parse(program, written);
+  expect_same(first, second);
+  for (const OptionSpec& spec : option_table())
+    if (spec.written && (spec.commands & kDiffCommand)) EXPECT_TRUE(spec.get(first) == spec.get(second)) << spec.flag;
 }
 
 TEST(FlagsRoundTrip, ShellLineQuotesOnlyWhatNeedsIt) {

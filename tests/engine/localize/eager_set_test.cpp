@@ -1,12 +1,14 @@
 // tests/engine/localize/eager_set_test.cpp — the smallest eager set's search (eager_set.cpp) against fake
 // oracles whose answer is known: a graph that passes when given nodes (or any of given groups) are eager.
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "engine/localize/oracle.h"
+#include "engine/localize/whole_graph_oracle.h"
 
 namespace pt2diff {
 namespace {
@@ -116,6 +118,63 @@ TEST(EagerSet, AnExhaustedBudgetKeepsTheSmallestPassingSetSeen) {
   EagerSetSearch t = search_eager_set(none, {1}, 1, nullptr);
   EXPECT_EQ(t.conclusion, Workaround::Conclusion::BudgetExhausted);
   EXPECT_TRUE(t.eager.empty());
+}
+
+// The workaround's oracle over the pipeline's run (a fake one here): positions map to node ids, a failed
+// compile is an answer (not passing), a lost worker stops the search, a backend that cannot leave nodes eager too.
+TEST(WholeGraphOracle, AsksTheRunWithNodeIdsAndReadsItsAnswers) {
+  std::vector<std::vector<NodeId>> asked;
+  const std::vector<NodeId> candidates = {10, 11, 12, 13};
+  WholeGraphOracle oracle(
+      [&](const std::vector<NodeId>& eager) {
+        asked.push_back(eager);
+        EagerNodesRun r;
+        r.ran = true;
+        const bool fixed = std::find(eager.begin(), eager.end(), 12) != eager.end();
+        if (!fixed) {
+          r.failing_output = "out";
+          r.failing_detail = "RMSE 9x eager's";
+        }
+        r.worst_output = "out";
+        r.worst_ratio = fixed ? 1.0 : 9.0;
+        return r;
+      },
+      candidates);
+  EXPECT_EQ(oracle.size(), 4u);
+  EXPECT_FALSE(oracle.passes({0, 1}));
+  EXPECT_TRUE(oracle.passes({2}));
+  EXPECT_EQ(asked, (std::vector<std::vector<NodeId>>{{10, 11}, {12}}));
+  const WholeGraphOracle::Answer a = oracle.ask({10});
+  EXPECT_FALSE(a.passes);
+  EXPECT_EQ(a.output, "out");
+  EXPECT_EQ(a.detail, "RMSE 9x eager's");
+  EXPECT_EQ(a.worst_ratio, 9.0);
+  EXPECT_EQ(oracle.compiles(), 3u);
+  // The search over it finds node 12 (position 2) from a wrong start.
+  EagerSetSearch s = search_eager_set(oracle, {0}, 24, nullptr);
+  ASSERT_EQ(s.conclusion, Workaround::Conclusion::Found);
+  EXPECT_EQ(s.eager, std::vector<size_t>{2});
+}
+
+TEST(WholeGraphOracle, ALostWorkerStopsTheSearchAndACompileErrorIsAnAnswer) {
+  auto failing = [](FailureKind kind) {
+    return [kind](const std::vector<NodeId>&) {
+      EagerNodesRun r;
+      r.failure = kind;
+      r.message = "the worker said no";
+      return r;
+    };
+  };
+  WholeGraphOracle died(failing(FailureKind::WorkerDied), {1, 2});
+  EXPECT_THROW(died.ask({1}), OracleLost);
+  WholeGraphOracle hung(failing(FailureKind::TimedOut), {1, 2});
+  EXPECT_THROW(hung.ask({1}), OracleLost);
+  WholeGraphOracle unusable(failing(FailureKind::Unusable), {1, 2});
+  EXPECT_THROW(unusable.ask({1}), CannotLeaveEager);
+  WholeGraphOracle refused(failing(FailureKind::CompileFailed), {1, 2});
+  const WholeGraphOracle::Answer a = refused.ask({1});
+  EXPECT_FALSE(a.passes);
+  EXPECT_EQ(a.detail, "the worker said no");
 }
 
 TEST(EagerSet, TheReportSchemaListsEveryConclusionByItsName) {

@@ -1,4 +1,4 @@
-// engine/diff/region_stage.cpp — stage localize_in_region: when localization names a top-level
+// engine/diff/localize_in_region.cpp — stage localize_in_region: when localization names a top-level
 // torch.autocast region (a training-IR `wrap_with_autocast` node, which may hold a whole model), the
 // search goes inside it. The region is inlined (graphs/inline_region.h: each body op a top-level node
 // under the region's autocast, in pt2diff's runs and in the worker's compiles alike) and the main job runs

@@ -1,4 +1,4 @@
-// engine/diff/rank.cpp — stage rank_nodes: where the compiler adds error, most first. Errors are taken
+// engine/diff/rank_nodes.cpp — stage rank_nodes: where the compiler adds error, most first. Errors are taken
 // at each value's scale (RMSE / RMS(fp64)), never in ULPs: an element near zero has a tiny ULP, so
 // cancellation reads as hundreds of thousands of ULPs in a perfectly good result. With an exploded
 // compile, nodes sort by how many times farther from fp64 the compiled local result is than the eager

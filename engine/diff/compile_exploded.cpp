@@ -1,4 +1,4 @@
-// engine/diff/exploded_compile.cpp — stage compile_exploded: every op on its own through the compiler,
+// engine/diff/compile_exploded.cpp — stage compile_exploded: every op on its own through the compiler,
 // fed the fp64 values of its inputs rounded to their dtypes (the eager local run's inputs): the
 // compiled local error of every node, in one compile, and which nodes fail the rule alone (suspects).
 #include <unordered_map>

@@ -1,8 +1,8 @@
-// engine/diff/workaround_stage.cpp — stage find_workaround (DiffOptions::workaround): the smallest set of
+// engine/diff/find_workaround.cpp — stage find_workaround (DiffOptions::workaround): the smallest set of
 // nodes to leave eager for the whole compiled graph to pass the rule, and what a user writes to get it.
 // The oracle compiles the whole graph with RegionSpec::eager (a torch.compiler.disable'd call per node,
 // the user's own lever) and judges every output as judge_outputs does; the search is
-// engine/localize/eager_set.cpp, started from the culprit. The levers are the innermost modules of the
+// engine/localize/eager_set.cpp, started from the culprit; the oracle is engine/localize/whole_graph_oracle.h. The levers are the innermost modules of the
 // set's nodes (torch.compiler.disable on their forward) and, for nodes outside any module, their source
 // lines; one more compile leaving eager exactly what the levers leave eager verifies them.
 #include <algorithm>
@@ -13,65 +13,12 @@
 #include <set>
 
 #include "engine/diff/stages.h"
-#include "engine/localize/oracle.h"
+#include "engine/localize/whole_graph_oracle.h"
 #include "graphs/graph_text.h"
 
 namespace pt2diff {
 
 namespace {
-
-/// The backend refused to leave nodes eager (a worker that does not speak RegionSpec::eager).
-struct CannotLeaveEager : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-/// The whole graph compiled with some nodes eager, every output judged.
-class WholeGraphOracle final : public EagerSetOracle {
- public:
-  struct Answer {
-    bool passes = false;
-    std::string output;  ///< the first failing output; empty when all pass
-    std::string detail;  ///< its verdict's reason, or the compiler's message
-    std::string worst_output;  ///< the output farthest from fp64 relative to eager
-    double worst_ratio = 0;    ///< its error ratio (compiled RMSE to fp64 / eager's)
-  };
-
-  WholeGraphOracle(RunState& s, std::vector<NodeId> candidates) : s_(s), candidates_(std::move(candidates)) {}
-
-  size_t size() const override { return candidates_.size(); }
-  bool passes(const std::vector<size_t>& eager) override {
-    std::vector<NodeId> ids;
-    for (size_t p : eager) ids.push_back(candidates_[p]);
-    return ask(ids).passes;
-  }
-
-  /// One compile and run of the whole graph with `eager` (sorted ids) left eager.
-  Answer ask(const std::vector<NodeId>& eager) {
-    ++compiles_;
-    const bool suspicious_fails = s_.options.fail_on_suspicious || s_.options.localize_suspicious;
-    const EagerNodesRun run = run_with_eager_nodes(s_, eager, suspicious_fails, "workaround");
-    Answer a;
-    if (!run.ran) {
-      if (run.failure == FailureKind::WorkerDied || run.failure == FailureKind::TimedOut) throw OracleLost(run.message);
-      if (run.failure == FailureKind::Unusable) throw CannotLeaveEager(run.message);
-      a.detail = run.message;
-      return a;
-    }
-    a.output = run.failing_output;
-    a.detail = run.failing_detail;
-    a.passes = run.failing_output.empty();
-    a.worst_output = run.worst_output;
-    a.worst_ratio = run.worst_ratio;
-    return a;
-  }
-
-  size_t compiles() const { return compiles_; }
-
- private:
-  RunState& s_;
-  std::vector<NodeId> candidates_;
-  size_t compiles_ = 0;
-};
 
 /// Whether `n` runs inside the module at `path` (any frame of its module stack).
 bool inside_module(const Node& n, const std::string& path) {
@@ -206,7 +153,8 @@ void find_workaround(RunState& s) {
   else if (!r.kernels.first_failing_node.empty())
     add(r.kernels.first_failing_node);
 
-  WholeGraphOracle oracle(s, candidates);
+  WholeGraphOracle oracle([&](const std::vector<NodeId>& eager) { return run_with_eager_nodes(s, eager, suspicious_fails, "workaround"); },
+                          candidates);
   auto verified = [&](const WholeGraphOracle::Answer& a) { return a.passes && (!from_nodes || a.worst_ratio <= kNodeConfirmBound); };
   try {
     std::vector<NodeId> set;

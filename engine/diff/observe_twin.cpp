@@ -1,4 +1,4 @@
-// engine/diff/twin_stage.cpp — stage observe_twin: a compiled side that cannot be observed (an AOTInductor
+// engine/diff/observe_twin.cpp — stage observe_twin: a compiled side that cannot be observed (an AOTInductor
 // package) and whose outputs disagree gets its kernel table from its twin, the archive it came from
 // compiled by AOTInductor with the kernel map on (TwinBackend). From then on the backend compiles regions
 // through the twin, so the op inside the kernel and localization run as for `--compiled aoti`. When the

@@ -1,4 +1,4 @@
-// engine/diff/hints_stage.cpp — stage explain_culprit, and explain_window, which explain() shares: the
+// engine/diff/explain_culprit.cpp — stage explain_culprit, and explain_window, which explain() shares: the
 // hint experiments (engine/hints/) on the culprit window, fed the kept fp64 values rounded to their
 // dtypes, with its compiled, eager and fp64 results.
 #include <algorithm>

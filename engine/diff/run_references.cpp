@@ -1,4 +1,4 @@
-// engine/diff/reference_runs.cpp — stage run_references: the eager (native dtypes), fp64 and local runs
+// engine/diff/run_references.cpp — stage run_references: the eager (native dtypes), fp64 and local runs
 // in lockstep, the error of every value a node defines, and (when later stages feed regions) every
 // eager and fp64 value kept.
 #include <algorithm>

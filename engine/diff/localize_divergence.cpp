@@ -1,4 +1,4 @@
-// engine/diff/localize_stage.cpp — stage localize_divergence: when an output diverged (or is suspicious,
+// engine/diff/localize_divergence.cpp — stage localize_divergence: when an output diverged (or is suspicious,
 // with DiffOptions::localize_suspicious) and the graph
 // compiled (a verdict to explain), bisect its failing cone to the first diverging op or window
 // (engine/localize/), starting from the exploded compile's suspects.

@@ -1,4 +1,4 @@
-// engine/diff/repro_stage.cpp — stage write_culprit_repro: a named culprit written as a standalone
+// engine/diff/write_culprit_repro.cpp — stage write_culprit_repro: a named culprit written as a standalone
 // archive, its inputs and the command that reproduces the verdict (DiffOptions::repro_dir).
 #include <filesystem>
 #include <fstream>

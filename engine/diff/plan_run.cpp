@@ -1,4 +1,4 @@
-// engine/diff/plan.cpp — stage plan_run: what this graph and backend allow, where the runs go (CPU or
+// engine/diff/plan_run.cpp — stage plan_run: what this graph and backend allow, where the runs go (CPU or
 // GPU, and the fp64 run's device), and what the report must say up front (in-place mutation, a GPU
 // export run on the CPU).
 #include <algorithm>

@@ -1,4 +1,4 @@
-// engine/diff/node_culprit.cpp — stage name_node_culprit: when the outputs pass but the node verdict has a
+// engine/diff/name_node_culprit.cpp — stage name_node_culprit: when the outputs pass but the node verdict has a
 // finding (judge_nodes), that node is the culprit without a search compile: the exploded compile already
 // fed it fp64-exact inputs and saw it stand out. One compile confirms it the cheapest honest way: the whole
 // graph with every finding's nodes left eager must bring the outputs' error back to eager's.
