@@ -155,13 +155,6 @@ T get(const py::dict& o, const char* key) {
   return o[key].cast<T>();
 }
 
-template <class T>
-std::optional<T> get_optional(const py::dict& o, const char* key) {
-  py::object v = o[key];
-  if (v.is_none()) return std::nullopt;
-  return v.cast<T>();
-}
-
 [[noreturn]] void usage(const std::string& what) { throw Error(Error::Kind::Usage, what); }
 
 /// A keyword's value as the option table holds it (pt2diff/option_table.h), from the Python object given.
