@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "engine/compare/rule_registry.h"
 #include "graphs/memory_estimate.h"
 #include "pt2diff/error.h"
 #include "pt2diff/verdict.h"
@@ -102,16 +103,15 @@ std::vector<OptionSpec> make_table() {
   }
   // --- the verdict rule -------------------------------------------------------------------------------
   {
-    OptionSpec rule{"--rule", "rule", kAll, K::Text,
-                    "verdict rule: same (torch._dynamo.utils.same, default), allclose (to fp64 at --tol), ulp:N (max ULP distance to "
-                    "fp64), cosine[:C] (cosine similarity to fp64 >= C, 0.99), relative (errors at the fp64 value's scale, against "
-                    "eager's and a threshold per dtype: docs/verdicts.md)"};
+    static const std::string help = [] {  // each rule's own words (rule_registry.h)
+      std::string h = "verdict rule: ";
+      for (const RuleKind* k : rule_kinds()) h += (k == rule_kinds().front() ? "" : ", ") + std::string(k->help);
+      return h;
+    }();
+    OptionSpec rule{"--rule", "rule", kAll, K::Text, help.c_str()};
     rule.get = [](const DiffOptions& o) -> OptionValue { return rule_name(o.rule); };
     rule.set = [](DiffOptions& o, const OptionValue& v) {
-      const ToleranceRule kind = parse_rule(std::get<std::string>(v));  // Error(Usage) for a malformed rule
-      o.rule.kind = kind.kind;
-      o.rule.max_ulp = kind.max_ulp;
-      o.rule.min_cosine = kind.min_cosine;
+      read_rule(std::get<std::string>(v), o.rule);  // Error(Usage) for a malformed rule
     };
     rule.example = "cosine:0.95";
     t.push_back(std::move(rule));

@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 
+#include "engine/compare/rule_registry.h"
 #include "engine/report/dag_layout.h"
 #include "engine/report/svg_plot.h"
 #include "pt2diff/graph.h"
@@ -186,9 +187,8 @@ std::string header(const DiffResult& r, const HtmlOptions& o, bool graph_failed,
                         : fmt::format("fp64 (op by op) on <code>{}</code>, eager on <code>{}</code> <span class=\"muted\">({})</span>",
                                       esc(r.devices.reference), esc(r.devices.native), esc(r.devices.why)));
   std::string rule = "<code>" + esc(rule_name(r.rule)) + "</code>";
-  if (r.rule.kind == ToleranceRule::Kind::Same)
-    rule += fmt::format(" <span class=\"muted\">(RMSE multipliers {:g} fp32, {:g} low precision)</span>", r.rule.fp32_multiplier,
-                        r.rule.low_precision_multiplier);
+  if (const std::string words = rule_kind(r.rule.kind).describe(r.rule); !words.empty())
+    rule += " <span class=\"muted\">(" + esc(words) + ")</span>";
   fact("rule", rule);
   fact("tol", fmt::format("<code>{:g}</code>", r.rule.tol));
   const size_t failing = std::count_if(r.outputs.begin(), r.outputs.end(), [](const OutputVerdict& v) { return !v.verdict.pass; });
@@ -434,14 +434,11 @@ PlotOptions profile_plot_options(const ProfileMetric& metric) {
   return o;
 }
 
-/// The reference lines of metric `m`: 0.5 ulp and an ulp rule on the ulp plot, an allclose tolerance on the other.
+/// The reference lines of metric `m` (0: ulp, 1: relative): 0.5 ulp on the ulp plot, and the rule's own line (rule_registry.h).
 void add_rule_lines(PlotOptions& o, const ToleranceRule& rule, size_t m) {
-  if (m == 0) {
-    o.h_lines.push_back({"0.5 ulp: correctly rounded", 0.5, "#7048e8"});
-    if (rule.kind == ToleranceRule::Kind::Ulp) o.h_lines.push_back({fmt::format("rule: {:g} ulp", rule.max_ulp), rule.max_ulp, "#e8590c"});
-  } else if (rule.kind == ToleranceRule::Kind::Same || rule.kind == ToleranceRule::Kind::Allclose) {
-    o.h_lines.push_back({fmt::format("tol {:g} (allclose rtol)", rule.tol), rule.tol, "#e8590c"});
-  }
+  if (m == 0) o.h_lines.push_back({"0.5 ulp: correctly rounded", 0.5, "#7048e8"});
+  if (const std::optional<RuleLine> line = rule_kind(rule.kind).plot_line(rule, static_cast<int>(m)))
+    o.h_lines.push_back({line->label, line->y, "#e8590c"});
 }
 
 /// The panel of metric `m` (0: ulp, 1: relative): one point per node in each series, a band on the culprit.

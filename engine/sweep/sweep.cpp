@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "engine/backends/backends.h"
+#include "engine/compare/rule_registry.h"
 #include "pt2diff/error.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/values.h"
@@ -89,10 +90,9 @@ std::vector<double> parse_tolerances(const std::string& spec) {
 
 SweepResult sweep(const Program& program, const BoundInputs& inputs, const SweepOptions& options) {
   if (options.tols.empty()) throw Error(Error::Kind::Usage, "a sweep needs at least one tolerance (--tol LO:HI:N or A,B,C)");
-  const auto kind = options.diff.rule.kind;
-  if (kind != ToleranceRule::Kind::Same && kind != ToleranceRule::Kind::Allclose)
-    throw Error(Error::Kind::Usage, fmt::format("--rule {}: a sweep varies --tol, which only the same and allclose rules use",
-                                                rule_name(options.diff.rule)));
+  if (!rule_kind(options.diff.rule.kind).uses_tol)
+    throw Error(Error::Kind::Usage, fmt::format("--rule {}: a sweep varies --tol, which only the {} rules use",
+                                                rule_name(options.diff.rule), rules_using_tol()));
   for (double m : options.multipliers)
     if (!(m > 0)) throw Error(Error::Kind::Usage, fmt::format("--multiplier {}: multipliers must be positive", m));
   SweepResult s;

@@ -68,7 +68,7 @@ struct SweepResult {
 std::vector<double> parse_tolerances(const std::string& spec);
 
 /// Runs once and judges every point. Throws pt2diff::Error(Usage) for an empty grid or a rule kind
-/// that --tol does not affect (ulp, cosine).
+/// that --tol does not affect (ulp, cosine, relative).
 SweepResult sweep(const Program& program, const BoundInputs& inputs, const SweepOptions& options);
 
 /// A table for the terminal: one row per point, then the minimum passing tolerance per output.

@@ -62,7 +62,8 @@ inline constexpr double kDefaultNodeRatio = 4;
 inline constexpr double kDefaultNodeFailRatio = 0;
 
 /// The verdict rule. The default is compatible with torch._dynamo.utils.same() (the accuracy
-/// minifier's rule); the others judge the result against fp64 alone (--rule).
+/// minifier's rule); the others judge the result against fp64 alone (--rule). Each kind is one file of
+/// engine/compare/rules/ registered in engine/compare/rule_registry.cpp (docs/architecture.md).
 struct ToleranceRule {
   enum class Kind {
     Same,      ///< allclose to eager, else RMSE(result, fp64) <= multiplier x RMSE(eager, fp64) + tol/10
@@ -100,6 +101,9 @@ double relative_threshold(const std::string& dtype);
 
 /// "same", "allclose", "ulp:4", "cosine:0.99", "relative" → a rule (other fields default). Throws pt2diff::Error(Usage).
 ToleranceRule parse_rule(const std::string& spec);
+/// The same, into `rule`: sets its kind and that kind's own parameters (max_ulp, min_cosine), keeping the
+/// rest (tol, the multipliers, the ratios) as they are. Throws pt2diff::Error(Usage).
+void read_rule(const std::string& spec, ToleranceRule& rule);
 /// The rule's name as parse_rule() reads it.
 std::string rule_name(const ToleranceRule& rule);
 
