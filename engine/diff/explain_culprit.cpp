@@ -41,10 +41,12 @@ std::vector<Hint> explain_window(const RunState& s, const Culprit& culprit) {
 }
 
 void explain_culprit(RunState& s) {
-  if (!s.result.localization || s.descended) return;  // descended: the inlined graph's job gave them
-  Localization& loc = *s.result.localization;
-  const bool named = loc.culprit.kind == Culprit::Kind::SingleOp || loc.culprit.kind == Culprit::Kind::Window;
-  if (named || s.random_first) loc.hints = explain_window(s, loc.culprit);
+  if (!s.result.localization) return;
+  // In the graph that names the culprit: the region inlined when localization went inside one.
+  const RunState& c = s.culprit_job();
+  const Culprit& culprit = c.result.localization->culprit;
+  const bool named = culprit.kind == Culprit::Kind::SingleOp || culprit.kind == Culprit::Kind::Window;
+  if (named || c.random_first) s.result.localization->hints = explain_window(c, culprit);
 }
 
 }  // namespace pt2diff

@@ -1,9 +1,11 @@
 // engine/diff/localize_in_region.cpp — stage localize_in_region: when localization names a top-level
 // torch.autocast region (a training-IR `wrap_with_autocast` node, which may hold a whole model), the
 // search goes inside it. The region is inlined (graphs/inline_region.h: each body op a top-level node
-// under the region's autocast, in pt2diff's runs and in the worker's compiles alike) and the main job runs
-// again on that graph, whose localization, hints and repro then stand for the run's: the op inside the
-// region. The extra cost is that job's compiles (the inlined graph whole, its exploded ops, the probes).
+// under the region's autocast, in pt2diff's runs and in the worker's compiles alike) and the main job's
+// stages up to the culprit run again on that graph (a sub-pipeline: run_stages_to_culprit), whose
+// localization then stands for the run's: the op inside the region. The job is kept in the state
+// (RunState::region_job) for the stages after this one, which make the culprit's repro and hints in its
+// graph. The extra cost is that job's compiles (the inlined graph whole, its exploded ops, the probes).
 #include <fmt/format.h>
 
 #include "engine/diff/stages.h"
@@ -30,21 +32,25 @@ void localize_in_region(RunState& s) {
     r.warnings.push_back(fmt::format("the culprit {} is a torch.autocast region; pt2diff cannot look inside it: {}", culprit.nodes.front(), why));
     return;
   }
-  Program body = s.program;  // weights and inputs are shared, not copied
-  body.ir = std::move(*inlined);
-  DiffOptions options = s.options;
-  options.workaround.enabled = false;  // the run's own stage searches, on the graph as exported
-  if (s.options.backend.on_wait)
-    options.backend.on_wait = [user = s.options.backend.on_wait, label = "[inside " + culprit.nodes.front() + "] "](
-                                  const std::string& activity, double elapsed) { user(label + activity, elapsed); };
   const std::string region_name = culprit.nodes.front();
-  DiffResult inside;
+  auto job = std::make_shared<RegionJob>();
+  job->program = s.program;  // weights and inputs are shared, not copied
+  job->program.ir = std::move(*inlined);
+  job->options = s.options;
+  job->options.workaround.enabled = false;  // the run's own stage searches, on the graph as exported
+  if (s.options.backend.on_wait)
+    job->options.backend.on_wait = [user = s.options.backend.on_wait, label = "[inside " + region_name + "] "](
+                                       const std::string& activity, double elapsed) { user(label + activity, elapsed); };
+  job->step = std::make_shared<std::string>();
   try {
-    inside = diff(body, s.inputs, options);
+    job->backend = backend_for_run(job->program, job->options, job->step);
+    job->state = std::make_unique<RunState>(job->program, s.inputs, job->options, *job->backend, job->step);
+    run_stages_to_culprit(*job->state);
   } catch (const std::exception& e) {  // the compiled side may not exist for the inlined graph (a fault planted at the region)
     r.warnings.push_back(fmt::format("the culprit {} is a torch.autocast region; looking inside it failed: {}", region_name, e.what()));
     return;
   }
+  const DiffResult& inside = job->state->result;
   const std::string where = fmt::format("inside the autocast region {} ({} {}, {} nodes, inlined)", region_name,
                                         autocast->device_type, autocast->dtype, autocast->body_nodes.size());
   size_t compiles = inside.compiles.size();
@@ -59,7 +65,9 @@ void localize_in_region(RunState& s) {
                                      compiles));
     return;
   }
-  Localization in = std::move(*inside.localization);
+  // The run's localization is the one found inside, its probes after the region's; the job stays for the
+  // culprit's repro and hints, which are made in its graph (RunState::culprit_job()).
+  Localization in = *inside.localization;
   in.culprit.summary = where + ": " + in.culprit.summary;
   in.compiles += loc.compiles + inside.compiles.size();  // the region's search, the inlined graph's compiles, its search
   in.budget += loc.budget;
@@ -67,7 +75,7 @@ void localize_in_region(RunState& s) {
   in.failing_outputs = loc.failing_outputs;
   in.probes.insert(in.probes.begin(), loc.probes.begin(), loc.probes.end());
   r.localization = std::move(in);
-  s.descended = true;  // its repro and hints are the inlined graph's, made by that job
+  s.region_job = std::move(job);
 }
 
 }  // namespace pt2diff

@@ -29,13 +29,34 @@ constexpr Stage kDiffStages[] = {
     trace_nonfinite,      // where the compiled code's first NaN/Inf comes from
     localize_kernel,      // the op inside the first failing kernel
     localize_divergence,  // bisect a divergence to its first op or window
-    localize_in_region,   // a culprit that is an autocast region: the same job on the region inlined
+    localize_in_region,   // a culprit that is an autocast region: the stages to here on the region inlined
     name_node_culprit,    // outputs pass but a node stands out: it is the culprit, confirmed by one compile
-    write_culprit_repro,  // the culprit as a standalone archive and command
-    explain_culprit,      // hints: promotion, reduction order, compiler levers
+    write_culprit_repro,  // the culprit as a standalone archive and command (in its job's graph)
+    explain_culprit,      // hints: promotion, reduction order, compiler levers (in its job's graph)
     find_workaround,      // the smallest eager set and the lines that leave it eager (--workaround)
     rank_nodes,           // where error is introduced
 };
+
+}  // namespace
+
+void run_stages_to_culprit(RunState& s) {
+  for (Stage stage : kDiffStages) {
+    if (stage == write_culprit_repro) return;
+    stage(s);
+  }
+}
+
+std::unique_ptr<Backend> backend_for_run(const Program& program, const DiffOptions& options, const std::shared_ptr<std::string>& step) {
+  BackendOptions backend_options = options.backend;
+  if (backend_options.memory_limit == 0) backend_options.memory_limit = memory_limit_for(options.max_memory);
+  if (options.backend.on_wait)
+    backend_options.on_wait = [step, user = options.backend.on_wait](const std::string& activity, double elapsed) {
+      user(step->empty() ? activity : "[" + *step + "] " + activity, elapsed);
+    };
+  return make_backend(options.compiled, program, backend_options);
+}
+
+namespace {
 
 DiffResult run_diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend,
                     std::shared_ptr<std::string> step) {
@@ -65,13 +86,7 @@ std::vector<NodeId> window_nodes(const Graph& g, const Node& begin, const Node& 
 DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options) {
   // Progress lines during localization say which probe a compile belongs to.
   auto step = std::make_shared<std::string>();
-  BackendOptions backend_options = options.backend;
-  if (backend_options.memory_limit == 0) backend_options.memory_limit = memory_limit_for(options.max_memory);
-  if (options.backend.on_wait)
-    backend_options.on_wait = [step, user = options.backend.on_wait](const std::string& activity, double elapsed) {
-      user(step->empty() ? activity : "[" + *step + "] " + activity, elapsed);
-    };
-  std::unique_ptr<Backend> backend = make_backend(options.compiled, program, backend_options);
+  std::unique_ptr<Backend> backend = backend_for_run(program, options, step);
   return run_diff(program, inputs, options, *backend, step);
 }
 

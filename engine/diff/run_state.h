@@ -17,6 +17,8 @@
 
 namespace pt2diff {
 
+struct RegionJob;
+
 struct RunState {
   RunState(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend,
            std::shared_ptr<std::string> step)
@@ -52,12 +54,28 @@ struct RunState {
 
   // localize_divergence: the culprit is a random op whose streams differ (hints still try the levers).
   bool random_first = false;
-  // localize_in_region: the culprit was found inside an autocast region, by a job on the inlined graph
-  // that also wrote its repro and hints.
-  bool descended = false;
+  // localize_in_region: the culprit was found inside an autocast region, by the main job's stages up to
+  // the culprit run on the region inlined; that job's graph and values are where the culprit's nodes are.
+  std::shared_ptr<RegionJob> region_job;
 
   DiffResult result;
+
+  /// The job whose graph the culprit names: the region's when localize_in_region went inside one (its own
+  /// culprit_job(), for a region inside that), else this one. Its localization is the culprit as found
+  /// there; the repro and the hints are made from it.
+  RunState& culprit_job();
 };
+
+/// The main job on an autocast region inlined (localize_in_region), with what its state refers to.
+struct RegionJob {
+  Program program;  ///< the run's, its graph the region inlined (weights and inputs shared, not copied)
+  DiffOptions options;
+  std::shared_ptr<std::string> step;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<RunState> state;  ///< last: destroyed before what it refers to
+};
+
+inline RunState& RunState::culprit_job() { return region_job ? region_job->state->culprit_job() : *this; }
 
 /// The precision a node works in: the coarsest floating dtype among its tensor inputs and outputs
 /// (fewest mantissa bits). ULPs in it make a bf16 → fp32 cast score like the bf16 value it carries.

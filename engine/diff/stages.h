@@ -15,11 +15,12 @@
 //                                                             eager's local error: evidence whatever the outputs say)
 //   localize_kernel       kernel table, kept values           kernels.inside (the op inside the first failing kernel)
 //   localize_divergence   verdicts, suspects, kept values     result.localization (culprit, probes)
-//   localize_in_region    culprit (an autocast region)        result.localization from the job on the region inlined
+//   localize_in_region    culprit (an autocast region)        result.localization from the job on the region inlined,
+//                                                             region_job (that job, for the culprit's stages)
 //   name_node_culprit     node verdict, outputs passing       result.localization from the node evidence (no search),
 //                                                             confirmed by one compile with the nodes eager
-//   write_culprit_repro   culprit, kept values                localization.repro (DiffOptions::repro_dir)
-//   explain_culprit       culprit, kept values                localization.hints
+//   write_culprit_repro   culprit_job(): culprit, kept values localization.repro (DiffOptions::repro_dir)
+//   explain_culprit       culprit_job(): culprit, kept values localization.hints
 //   find_workaround       verdicts, culprit, whole graph       result.workaround (the smallest eager set; --workaround)
 //   rank_nodes            result.nodes                        result.ranking
 #pragma once
@@ -27,6 +28,11 @@
 #include "engine/diff/run_state.h"
 
 namespace pt2diff {
+
+/// The backend of a run with `options` (its memory limit; progress lines labelled with the probe in `step`).
+std::unique_ptr<Backend> backend_for_run(const Program& program, const DiffOptions& options, const std::shared_ptr<std::string>& step);
+/// The main job's stages before write_culprit_repro, in order: what localize_in_region runs on a region inlined.
+void run_stages_to_culprit(RunState& s);
 
 void plan_run(RunState& s);
 void run_references(RunState& s);

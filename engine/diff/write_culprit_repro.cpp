@@ -31,10 +31,12 @@ void write_kernel_code(RunState& s) {
 void write_culprit_repro(RunState& s) {
   if (s.options.repro_dir.empty()) return;
   write_kernel_code(s);
-  if (!s.result.localization || s.descended) return;  // descended: the inlined graph's job wrote it
-  Localization& loc = *s.result.localization;
-  const bool named = loc.culprit.kind == Culprit::Kind::SingleOp || loc.culprit.kind == Culprit::Kind::Window;
-  if (named) loc.repro = write_repro(s.program, loc.culprit, s.reference, s.options);
+  if (!s.result.localization) return;
+  // In the graph that names the culprit: the region inlined when localization went inside one.
+  const RunState& c = s.culprit_job();
+  const Culprit& culprit = c.result.localization->culprit;
+  const bool named = culprit.kind == Culprit::Kind::SingleOp || culprit.kind == Culprit::Kind::Window;
+  if (named) s.result.localization->repro = write_repro(c.program, culprit, c.reference, c.options);
 }
 
 }  // namespace pt2diff
