@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <limits>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -154,6 +155,10 @@ std::optional<ExportedGraph> inline_autocast_region(const ExportedGraph& ir, Nod
       for (Argument& o : copy.outputs) o = remap(o, body_map);
       copy.metadata[kAutocastMetadata] = tag;
       copy.metadata[kInlinedFromMetadata] = r.name;
+      copy.metadata[kBodyNameMetadata] = b.name;
+      std::string body_values;
+      for (ValueId v : b.output_values()) body_values += (body_values.empty() ? "" : ",") + body.value(v).name;
+      copy.metadata[kBodyValuesMetadata] = body_values;
       g.add_node(std::move(copy));
     }
   }
@@ -166,6 +171,28 @@ std::optional<ExportedGraph> inline_autocast_region(const ExportedGraph& ir, Nod
     why = e.what();
     return std::nullopt;
   }
+  return out;
+}
+
+std::vector<InlinedRegion> inlined_regions(const Graph& graph) {
+  std::map<std::string, InlinedRegion> regions;
+  for (const Node& n : graph.nodes()) {
+    auto from = n.metadata.find(kInlinedFromMetadata), body = n.metadata.find(kBodyNameMetadata),
+         values = n.metadata.find(kBodyValuesMetadata);
+    if (from == n.metadata.end() || body == n.metadata.end() || values == n.metadata.end()) continue;
+    InlinedRegion& r = regions[from->second];
+    r.region = from->second;
+    r.nodes.emplace_back(body->second, n.name);
+    const std::vector<ValueId> outs = n.output_values();
+    size_t k = 0, start = 0;
+    while (start < values->second.size() && k < outs.size()) {
+      const size_t comma = std::min(values->second.find(',', start), values->second.size());
+      r.values.emplace_back(values->second.substr(start, comma - start), graph.value(outs[k++]).name);
+      start = comma + 1;
+    }
+  }
+  std::vector<InlinedRegion> out;
+  for (auto& [name, r] : regions) out.push_back(std::move(r));
   return out;
 }
 

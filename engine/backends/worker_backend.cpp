@@ -19,6 +19,7 @@
 #include "engine/backends/worker_process.h"
 #include "engine/execution/op_catalog.h"
 #include "graphs/archive.h"
+#include "engine/inspect/autocast_json.h"
 #include "graphs/inline_region.h"
 #include "graphs/torch_save.h"
 #include "pt2diff/error.h"
@@ -344,20 +345,35 @@ struct WorkerBackend::Impl {
     for (const std::string& l : options.op_libraries) libraries.push_back(fs::absolute(l).string());
     json fused_attention = json::array();  // what the worker runs as math attention when it compiles for the CPU
     for (const std::string& op : cuda_fused_attention_ops()) fused_attention.push_back("aten::" + op);
-    // Autocast regions the engine inlined into the graph it runs (graphs/inline_region.h): the worker
-    // inlines the same ones, so that node and value names agree.
-    std::set<std::string> inlined;
-    for (const Node& n : program.ir.graph.nodes())
-      if (auto it = n.metadata.find(kInlinedFromMetadata); it != n.metadata.end()) inlined.insert(it->second);
+    // Autocast regions the engine inlined into the graph it runs (graphs/inline_region.h): the worker builds
+    // the same graph from the engine's names, and says what it built, which must be the engine's graph.
+    const std::vector<InlinedRegion> inlined = inlined_regions(program.ir.graph);
     json load = {{"op", "load"}, {"archive", archive_path()}, {"model", program.model_name}, {"device", options.device},
                  {"op_libraries", libraries}, {"cuda_fused_attention", fused_attention}};
-    if (!inlined.empty()) load["inline_autocast"] = inlined;
+    if (!inlined.empty()) load["inline_autocast"] = inlined_json(inlined);
     json reply = checked(exchange(load, "loading the archive"), "loading the archive", BackendFailure::Kind::Unusable);
-    if (!inlined.empty() && !(reply.contains("inlined") && reply["inlined"] == json(inlined)))
-      throw BackendFailure(BackendFailure::Kind::Unusable,
-                           fmt::format("the {} did not inline the autocast region{} {} (no \"inlined\" in its load reply: "
-                                       "docs/worker-protocol.md)", label, inlined.size() == 1 ? "" : "s", fmt::join(inlined, ", ")));
+    if (!inlined.empty()) check_inlined(inlined, reply);
     startup_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  }
+
+  /// The load reply's `inlined`: per region, the engine's names of the op nodes the worker made of its body,
+  /// in graph order. They must be the engine's inlined nodes in the engine's order, else compiled regions
+  /// would hold other ops than the engine's runs: the worker is then unusable.
+  void check_inlined(const std::vector<InlinedRegion>& inlined, const json& reply) {
+    const json got = reply.value("inlined", json());
+    for (const InlinedRegion& r : inlined) {
+      std::vector<std::string> want;
+      for (const auto& node : r.nodes) want.push_back(node.second);
+      const json built = got.is_object() ? got.value(r.region, json()) : json();
+      if (!built.is_array())
+        throw BackendFailure(BackendFailure::Kind::Unusable,
+                             fmt::format("the {} did not inline the autocast region {} (no \"inlined\" for it in its load reply: "
+                                         "docs/worker-protocol.md)", label, r.region));
+      if (built != json(want))
+        throw BackendFailure(BackendFailure::Kind::Unusable,
+                             fmt::format("the {} inlined the autocast region {} as {} where pt2diff has {}: the two graphs "
+                                         "disagree (a bug: report it with the archive)", label, r.region, built.dump(), json(want).dump()));
+    }
   }
 
   /// The reply when ok; otherwise its failure, typed by what the worker says went wrong.

@@ -7,6 +7,7 @@
 
 #include "engine/execution/op_catalog.h"
 #include "graphs/graph_text.h"
+#include "graphs/inline_region.h"
 #include "graphs/memory_estimate.h"
 #include "pt2diff/error.h"
 
@@ -80,6 +81,12 @@ InspectReport inspect(const Program& p, const std::optional<UserInputs>& inputs)
   }
   std::stable_sort(r.ops.begin(), r.ops.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
   r.autocast = autocast_regions(g);
+  for (const Node& n : g.nodes()) {
+    std::string why;
+    if (!autocast_region(n, why)) continue;
+    if (std::optional<ExportedGraph> inlined = inline_autocast_region(p.ir, n.id, why))
+      for (InlinedRegion& region : inlined_regions(inlined->graph)) r.inlined.push_back(std::move(region));
+  }
 
   for (size_t i = 0; i < p.ir.input_specs.size(); ++i) {
     const InputSpec& s = p.ir.input_specs[i];

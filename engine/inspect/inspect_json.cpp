@@ -14,6 +14,17 @@ nlohmann::json autocast_json(const std::vector<AutocastRegion>& regions) {
   return a;
 }
 
+nlohmann::json inlined_json(const std::vector<InlinedRegion>& regions) {
+  nlohmann::json a = nlohmann::json::object();
+  for (const InlinedRegion& r : regions) {
+    nlohmann::json nodes = nlohmann::json::object(), values = nlohmann::json::object();
+    for (const auto& [body, name] : r.nodes) nodes[body] = name;
+    for (const auto& [body, name] : r.values) values[body] = name;
+    a[r.region] = {{"nodes", std::move(nodes)}, {"values", std::move(values)}};
+  }
+  return a;
+}
+
 std::string to_json(const InspectReport& r) {
   using nlohmann::json;
   auto tensors = [](const std::vector<InspectReport::Tensor>& rows) {
@@ -47,6 +58,7 @@ std::string to_json(const InspectReport& r) {
       {"ops", ops(r.ops)},
       {"unsupported", ops(r.unsupported)},
       {"autocast", autocast_json(r.autocast)},
+      {"inlined", inlined_json(r.inlined)},
       {"has_sample_inputs", r.has_sample_inputs},
       {"memory", {{"bytes", r.memory_bytes}, {"largest", r.memory_largest}}},
   };

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <variant>
+#include <utility>
 #include <vector>
 
 namespace pt2diff {
@@ -227,6 +228,14 @@ struct AutocastRegion {
   bool cache_enabled = true;
   std::vector<std::string> body_nodes;  ///< the body's nodes, in order
   int depth = 0;                ///< 0 for a region of the top-level graph, 1 inside another HOP's body...
+};
+
+/// A top-level autocast region as localization inlines it to go inside it (graphs/inline_region.h), by the
+/// names it gives: (body name, name in the inlined graph and in reports) of each body op node and of each
+/// value a body op produces, in graph order. The worker is sent the same and builds its graph from it.
+struct InlinedRegion {
+  std::string region;
+  std::vector<std::pair<std::string, std::string>> nodes, values;
 };
 
 /// The autocast a `torch.ops.higher_order.wrap_with_autocast` node sets; nullopt (and `why` set) when

@@ -58,6 +58,9 @@ struct InspectReport {
   /// The graph's `torch.autocast` regions (training IR; a core-ATen graph has explicit casts instead):
   /// which nodes the native run runs under which autocast dtype.
   std::vector<AutocastRegion> autocast;
+  /// The names the ops of each top-level autocast region take when localization goes inside it (the
+  /// region inlined), as reports show them; a region that cannot be inlined has none.
+  std::vector<InlinedRegion> inlined;
   bool has_sample_inputs = false;
   std::optional<Binding> binding;       ///< the given inputs, else the sample inputs
   /// What the main job's runs would hold at once (the estimate `--max-memory` checks, exploded compile

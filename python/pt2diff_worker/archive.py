@@ -111,19 +111,20 @@ class Archive:
     attention rewritten for the CPU stays under its old name); `state`: placeholder name -> weight, on
     `device`; `device`: "cpu", "cuda:N", ..."""
 
-    def __init__(self, program, by_name, state, device):
+    def __init__(self, program, by_name, state, device, inlined=None):
         self.program = program
         self.by_name = by_name
         self.state = state
         self.device = device
+        self.inlined = inlined or {}  # region -> the engine's names of the ops inlined from it (inline_autocast)
 
     @classmethod
-    def load(cls, path, device="cpu", op_libraries=(), cuda_fused_attention=(), inline=()):
+    def load(cls, path, device="cpu", op_libraries=(), cuda_fused_attention=(), inline=None):
         """Loads the archive at `path` for `device`, after the custom-op libraries `op_libraries`.
         Compiling a GPU export for the CPU: storages are mapped to the CPU and the CUDA-only fused attention
-        ops named in `cuda_fused_attention` (schema names) become math attention. `inline`: names of
-        top-level autocast regions to inline (regions.inline_autocast), as the engine did to the graph it
-        localizes in. Failures: "load_failed"."""
+        ops named in `cuda_fused_attention` (schema names) become math attention. `inline`: the
+        top-level autocast regions to inline as the engine inlined them into the graph it localizes in (the
+        load request's inline_autocast: regions.inline_autocast); `inlined` then holds what was built. Failures: "load_failed"."""
         load_op_libraries(op_libraries)
         device = resolve_device(device)
         on_cpu = torch.device(device).type == "cpu"
@@ -140,20 +141,21 @@ class Archive:
         if on_cpu:
             # The engine names the CUDA-only fused attention ops (its op catalog is the one list of them).
             by_name.update(attention_on_cpu(gm.graph, set(cuda_fused_attention)))
+        inlined = {}
         if inline:
-            aliases = inline_autocast(gm, list(inline))
+            aliases, inlined = inline_autocast(gm, inline)
             alive = set(gm.graph.nodes)
             by_name = {k: v for k, v in by_name.items() if v in alive}
             by_name.update(aliases)
             by_name.update({n.name: n for n in gm.graph.nodes})
-        return cls(program, by_name, program_state(program, device), device)
+        return cls(program, by_name, program_state(program, device), device, inlined)
 
     @classmethod
     def from_request(cls, req):
         """`Archive.load` with the fields of a protocol `load` request (archive, device, op_libraries,
         cuda_fused_attention, inline_autocast)."""
         return cls.load(req["archive"], req.get("device", "cpu"), req.get("op_libraries", []),
-                        req.get("cuda_fused_attention", []), req.get("inline_autocast", []))
+                        req.get("cuda_fused_attention", []), req.get("inline_autocast"))
 
     def node_count(self):
         """The number of op nodes (call_function, getitem aside): the `nodes` of a `load` reply."""

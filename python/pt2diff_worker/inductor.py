@@ -106,13 +106,14 @@ class Worker:
 
     def load(self, req):
         """Loads the archive (Archive.from_request); forgets every compiled region. Reply: `nodes`, and
-        `inlined` (the autocast regions inlined, sorted) when the request named any."""
+        `inlined` ({region: the engine's names of the ops made of its body, in order}) when the request named
+        regions to inline."""
         self.archive = Archive.from_request(req)
         self.regions = {}
         self.workdir(clear=True)
         reply = {"nodes": self.archive.node_count()}
         if req.get("inline_autocast"):
-            reply["inlined"] = sorted(req["inline_autocast"])
+            reply["inlined"] = self.archive.inlined
         return reply
 
     def compile(self, req):

@@ -159,17 +159,21 @@ def autocast_call(target, device_type, dtype, enabled, cache_enabled):
     return wrapper
 
 
-def inline_autocast(gm, region_names):
-    """Inlines the top-level `wrap_with_autocast` nodes named `region_names` into `gm`'s graph, in place, as
-    the engine does (graphs/inline_region.cpp), and returns {name: node} for the names the engine uses that
-    the graph no longer has: each body op becomes a top-level call under the region's autocast
-    (autocast_call); the values the body returns take the names of the region's outputs (its getitems);
-    a body name the top-level graph already has becomes "<name>_<region>". Failure("load_failed") when a
-    name is not such a region or the body cannot be inlined."""
+def inline_autocast(gm, regions):
+    """Inlines top-level `wrap_with_autocast` nodes into `gm`'s graph, in place, as the engine inlined them
+    into the graph it runs (graphs/inline_region.cpp, the one inliner): `regions` is the load request's
+    `inline_autocast` ({region: {"nodes", "values"}}, as `pt2diff inspect --json` shows it under
+    "inlined"), mapping each body op node's and each body value's name to the name the engine gave it. Each body op becomes a top-level
+    call under the region's autocast (autocast_call), named as the engine named its value (a returned value
+    takes a region output's name) or, for an op of several outputs, its node; the region's getitems go.
+    Returns ({engine name: node} for the engine's node and value names, {region: [the engine's node names of
+    the ops made, in graph order]}) for the load reply, which the engine checks against its own graph.
+    Failure("load_failed") when a name is not such a region, or a body node has no engine name (the two
+    inliners would disagree)."""
     graph = gm.graph
-    aliases = {}
-    for region_name in region_names:
-        top = {n.name for n in graph.nodes}
+    aliases, built = {}, {}
+    for region_name, spec in regions.items():
+        node_names, value_names = spec.get("nodes", {}), spec.get("values", {})
         region = next((n for n in graph.nodes if n.name == region_name), None)
         if region is None or region.target is not torch.ops.higher_order.wrap_with_autocast:
             raise Failure("load_failed", f"'{region_name}' is not a wrap_with_autocast node of the archive's graph")
@@ -185,11 +189,7 @@ def inline_autocast(gm, region_names):
         users = {u.args[1]: u for u in region.users if u.target is operator.getitem}
         if len(users) != len(region.users):
             raise Failure("load_failed", f"{region_name}'s outputs are read other than by index")
-        out_names = {}  # body node -> the region output name it takes
-        for k, value in enumerate(returned):
-            if k in users:
-                out_names[value] = users[k].name
-        renamed = {}
+        copies = {}
         with graph.inserting_before(region):
             for n in body.nodes:
                 if n.op in ("placeholder", "output"):
@@ -200,12 +200,15 @@ def inline_autocast(gm, region_names):
                     gm.add_submodule(name, sub)
                     env[n] = graph.get_attr(name)
                     continue
+                if n.name not in value_names and n.name not in node_names:
+                    raise Failure("load_failed", f"the body node {n.name} of {region_name} has no name in the engine's inlined "
+                                                 "graph: the two inliners disagree")
                 copy = graph.node_copy(n, lambda a: env[a])
                 copy.meta = {k: n.meta[k] for k in KEPT_META + ("val",) if k in n.meta}
                 if n.op == "call_function":
                     copy.target = autocast_call(n.target, device_type, dtype, enabled, cache_enabled)
                 env[n] = copy
-                renamed[n] = copy
+                copies[n] = copy
         for k, user in users.items():
             user.replace_all_uses_with(env[returned[k]])
             graph.erase_node(user)
@@ -214,16 +217,19 @@ def inline_autocast(gm, region_names):
             graph.erase_node(body_attr)
         # Names last, once the region's getitems are gone: theirs pass to the values the body returns. Set
         # directly: fx's namespace never frees a name (its _rename would pick "getitem_1").
-        for n, copy in renamed.items():
-            ir_name = f"{n.name}_{region_name}" if n.name in top else n.name  # graphs/inline_region.cpp: inlined_name
-            copy.name = out_names.get(n, ir_name)
-            aliases[ir_name] = aliases[copy.name] = copy
+        built[region_name] = []
+        for n, copy in copies.items():
+            copy.name = value_names.get(n.name, node_names.get(n.name))
+            aliases[copy.name] = copy
+            if n.name in node_names:
+                aliases[node_names[n.name]] = copy
+                built[region_name].append(node_names[n.name])
         names = [n.name for n in graph.nodes]
         if len(set(names)) != len(names):
             raise Failure("load_failed", f"the body of {region_name} cannot be inlined: a renamed body node's name is taken")
     graph.lint()
     gm.recompile()
-    return aliases
+    return aliases, built
 
 
 def math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, stride, outputs):

@@ -79,18 +79,33 @@ def failure(test, call):
 
 
 class InlineAutocastTest(unittest.TestCase):
-    """Archive.load(inline=...): a torch.autocast region inlined as the engine inlines it (graphs/inline_region.cpp)."""
+    """Archive.load(inline=...): a torch.autocast region inlined as the engine inlined it (graphs/inline_region.cpp),
+    from the engine's own names (`pt2diff inspect --json`'s "inlined", which a worker's load request carries)."""
     FIXTURE = os.path.join(PYTHON_DIR, "..", "fixtures", "autocast_regions.pt2")
 
-    def test_an_inlined_region_computes_what_the_region_does(self):
+    def engine_inlining(self):
+        """The engine's inlining of the fixture's top-level region, and its body op nodes' names once inlined in
+        graph order: from the CLI (PT2DIFF_CLI, which ctest sets)."""
+        cli_path = os.environ.get("PT2DIFF_CLI")
+        if not cli_path:
+            self.skipTest("PT2DIFF_CLI (the pt2diff binary) is not set: ctest sets it")
+        run = subprocess.run([cli_path, "inspect", "--json", self.FIXTURE], capture_output=True, text=True, check=True)
+        report = json.loads(run.stdout)
+        (region, spec), = report["inlined"].items()
+        body = next(a for a in report["autocast"] if a["node"] == region)["body_nodes"]
+        return region, spec, [spec["nodes"][n] for n in body if n in spec["nodes"]]
+
+    def test_an_inlined_region_is_the_engines_graph_and_computes_what_the_region_does(self):
+        region, spec, order = self.engine_inlining()
         ep = torch.export.load(self.FIXTURE)
-        region = next(n for n in ep.graph.nodes if n.target is torch.ops.higher_order.wrap_with_autocast)
-        outputs = [u.name for u in region.users]
-        archive = Archive.load(self.FIXTURE, inline=[region.name])
+        outputs = [u.name for u in next(n for n in ep.graph.nodes if n.name == region).users]
+        archive = Archive.load(self.FIXTURE, inline={region: spec})
         graph = archive.program.graph_module.graph
-        self.assertNotIn(region.name, [n.name for n in graph.nodes])
+        self.assertEqual(archive.inlined, {region: order})  # the ops the engine has, in its order: what the engine checks
+        self.assertNotIn(region, [n.name for n in graph.nodes])
+        for name in list(spec["nodes"].values()) + list(spec["values"].values()):
+            self.assertIn(name, archive.by_name)  # every name the engine's regions may use
         for name in outputs:  # the region's outputs are now the body's last ops, under their names
-            self.assertIn(name, archive.by_name)
             self.assertIs(archive.by_name[name].graph, graph)
         inputs = iter(torch.load(self.FIXTURE.replace(".pt2", "_inputs.pt"), weights_only=True))
         args = [archive.state[n.name] if n.name in archive.state else next(inputs) for n in graph.nodes if n.op == "placeholder"]
@@ -100,6 +115,17 @@ class InlineAutocastTest(unittest.TestCase):
         self.assertEqual(len(got), len(want))
         for g, w in zip(got, want):
             self.assertTrue(torch.equal(g, w))
+
+    def test_a_body_node_the_engine_did_not_name_is_a_load_failure(self):
+        region, spec, order = self.engine_inlining()
+        missing = {"nodes": dict(spec["nodes"]), "values": dict(spec["values"])}
+        body = order[0]  # an op of the body, by its engine name
+        for table in missing.values():
+            for k in [k for k, v in table.items() if v == body]:
+                del table[k]
+        kind, message = failure(self, lambda: Archive.load(self.FIXTURE, inline={region: missing}))
+        self.assertEqual(kind, "load_failed")
+        self.assertIn("the two inliners disagree", message)
 
     def test_bodies_follow_the_compile_device(self):
         # A CPU export compiled for a GPU: devices baked into the region's body, and the region's autocast
@@ -127,7 +153,8 @@ class InlineAutocastTest(unittest.TestCase):
         self.assertEqual(set(autocast), {"cuda"})
 
     def test_what_is_not_a_region_is_a_load_failure(self):
-        self.assertEqual(failure(self, lambda: Archive.load(self.FIXTURE, inline=["linear"]))[0], "load_failed")
+        self.assertEqual(failure(self, lambda: Archive.load(self.FIXTURE, inline={"linear": {"nodes": {}, "values": {}}}))[0],
+                         "load_failed")
 
 
 class RegionTest(unittest.TestCase):
