@@ -18,8 +18,8 @@
 
 #include "engine/backends/worker_process.h"
 #include "engine/execution/op_catalog.h"
-#include "graphs/archive.h"
 #include "engine/inspect/autocast_json.h"
+#include "graphs/archive.h"
 #include "graphs/inline_region.h"
 #include "graphs/torch_save.h"
 #include "pt2diff/error.h"

@@ -70,4 +70,9 @@ bool atol_blind_spot(const Metrics& r, const ToleranceRule& rule, Verdict& v) {
   return true;
 }
 
+std::optional<RuleLine> tol_plot_line(const ToleranceRule& rule, int metric) {
+  if (metric != 1) return std::nullopt;
+  return RuleLine{fmt::format("tol {:g} (allclose rtol)", rule.tol), rule.tol};
+}
+
 }  // namespace pt2diff

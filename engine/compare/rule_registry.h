@@ -57,9 +57,9 @@ struct RuleKind {
   /// Sets Verdict::blind_spot and blind_detail when the rule cannot see a 1% error in a value whose error
   /// to fp64 is `result` (its fp64 scale is non-zero and finite); null: the rule is never blind.
   void (*blind_spot)(const Metrics& result, const ToleranceRule& rule, Verdict& verdict);
-  /// Words after the rule's name in the HTML report's facts ("" for none).
+  /// Words after the rule's name in the HTML report's facts; null: none.
   std::string (*describe)(const ToleranceRule& rule);
-  /// Its line on the per-node plot of metric 0 (ulp) or 1 (relative error), if it draws one there.
+  /// Its line on the per-node plot of metric 0 (ulp) or 1 (relative error), if it draws one there; null: none.
   std::optional<RuleLine> (*plot_line)(const ToleranceRule& rule, int metric);
 };
 
@@ -79,5 +79,7 @@ double rmse_multiplier(const RuleEvidence& evidence, const ToleranceRule& rule);
 double rule_number(const std::string& spec, const std::string& arg, double fallback);
 /// Whether atol = tol hides a 1% error in a value of this fp64 scale; sets the verdict's blind spot if so.
 bool atol_blind_spot(const Metrics& result, const ToleranceRule& rule, Verdict& verdict);
+/// The allclose tolerance on the relative-error plot (metric 1): the line of same() and allclose.
+std::optional<RuleLine> tol_plot_line(const ToleranceRule& rule, int metric);
 
 }  // namespace pt2diff

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <limits>
 
 #include "engine/compare/rule_registry.h"
 #include "pt2diff/compare.h"

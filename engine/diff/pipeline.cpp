@@ -106,10 +106,9 @@ std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, con
   const Node& end = last.empty() ? begin : find(last);
   if (end.id < begin.id)
     throw Error(Error::Kind::Usage, fmt::format("the window's last node '{}' comes before its first '{}' in graph order", end.name, begin.name));
-  BackendOptions backend_options = options.backend;
-  if (backend_options.memory_limit == 0) backend_options.memory_limit = memory_limit_for(options.max_memory);
-  std::unique_ptr<Backend> backend = make_backend(options.compiled, program, backend_options);
-  RunState state(program, inputs, options, *backend, std::make_shared<std::string>());
+  auto step = std::make_shared<std::string>();
+  std::unique_ptr<Backend> backend = backend_for_run(program, options, step);
+  RunState state(program, inputs, options, *backend, step);
   const MathSettingsScope math(options.backend);
   plan_run(state);
   state.keep = true;  // the window is fed kept values, whatever the options say

@@ -187,8 +187,8 @@ std::string header(const DiffResult& r, const HtmlOptions& o, bool graph_failed,
                         : fmt::format("fp64 (op by op) on <code>{}</code>, eager on <code>{}</code> <span class=\"muted\">({})</span>",
                                       esc(r.devices.reference), esc(r.devices.native), esc(r.devices.why)));
   std::string rule = "<code>" + esc(rule_name(r.rule)) + "</code>";
-  if (const std::string words = rule_kind(r.rule.kind).describe(r.rule); !words.empty())
-    rule += " <span class=\"muted\">(" + esc(words) + ")</span>";
+  if (const RuleKind& kind = rule_kind(r.rule.kind); kind.describe)
+    rule += " <span class=\"muted\">(" + esc(kind.describe(r.rule)) + ")</span>";
   fact("rule", rule);
   fact("tol", fmt::format("<code>{:g}</code>", r.rule.tol));
   const size_t failing = std::count_if(r.outputs.begin(), r.outputs.end(), [](const OutputVerdict& v) { return !v.verdict.pass; });
@@ -437,8 +437,8 @@ PlotOptions profile_plot_options(const ProfileMetric& metric) {
 /// The reference lines of metric `m` (0: ulp, 1: relative): 0.5 ulp on the ulp plot, and the rule's own line (rule_registry.h).
 void add_rule_lines(PlotOptions& o, const ToleranceRule& rule, size_t m) {
   if (m == 0) o.h_lines.push_back({"0.5 ulp: correctly rounded", 0.5, "#7048e8"});
-  if (const std::optional<RuleLine> line = rule_kind(rule.kind).plot_line(rule, static_cast<int>(m)))
-    o.h_lines.push_back({line->label, line->y, "#e8590c"});
+  if (const RuleKind& kind = rule_kind(rule.kind); kind.plot_line)
+    if (const std::optional<RuleLine> line = kind.plot_line(rule, static_cast<int>(m))) o.h_lines.push_back({line->label, line->y, "#e8590c"});
 }
 
 /// The panel of metric `m` (0: ulp, 1: relative): one point per node in each series, a band on the culprit.

@@ -163,9 +163,10 @@ def inline_autocast(gm, regions):
     """Inlines top-level `wrap_with_autocast` nodes into `gm`'s graph, in place, as the engine inlined them
     into the graph it runs (graphs/inline_region.cpp, the one inliner): `regions` is the load request's
     `inline_autocast` ({region: {"nodes", "values"}}, as `pt2diff inspect --json` shows it under
-    "inlined"), mapping each body op node's and each body value's name to the name the engine gave it. Each body op becomes a top-level
-    call under the region's autocast (autocast_call), named as the engine named its value (a returned value
-    takes a region output's name) or, for an op of several outputs, its node; the region's getitems go.
+    "inlined"), mapping each body op node's and each body value's name to the name the engine gave it.
+    Each body op becomes a top-level call under the region's autocast (autocast_call), named as the engine
+    named its value (a returned value takes a region output's name) or, for an op of several outputs, its
+    node; the region's getitems go.
     Returns ({engine name: node} for the engine's node and value names, {region: [the engine's node names of
     the ops made, in graph order]}) for the load reply, which the engine checks against its own graph.
     Failure("load_failed") when a name is not such a region, or a body node has no engine name (the two

@@ -26,11 +26,7 @@ const RuleKind& allclose_rule() {
       {"allclose_to_fp64", "not_allclose_to_fp64"},
       false, judge_allclose, true,
       [](const Metrics& r, const ToleranceRule& rule, Verdict& v) { atol_blind_spot(r, rule, v); },
-      [](const ToleranceRule&) -> std::string { return ""; },
-      [](const ToleranceRule& r, int metric) -> std::optional<RuleLine> {
-        if (metric != 1) return std::nullopt;
-        return RuleLine{fmt::format("tol {:g} (allclose rtol)", r.tol), r.tol};
-      }};
+      nullptr, tol_plot_line};
   return rule;
 }
 

@@ -25,9 +25,7 @@ const RuleKind& cosine_rule() {
       [](const std::string& spec, const std::string& arg, ToleranceRule& r) { r.min_cosine = rule_number(spec, arg, 0.99); },
       [](const ToleranceRule& r) { return fmt::format("cosine:{:g}", r.min_cosine); },
       {"cosine_within_bound", "cosine_below_bound"},
-      false, judge_cosine, false, nullptr,
-      [](const ToleranceRule&) -> std::string { return ""; },
-      [](const ToleranceRule&, int) -> std::optional<RuleLine> { return std::nullopt; }};
+      false, judge_cosine, false, nullptr, nullptr, nullptr};
   return rule;
 }
 

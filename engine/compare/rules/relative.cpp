@@ -60,9 +60,7 @@ const RuleKind& relative_rule() {
       "relative (errors at the fp64 value's scale, against eager's and a threshold per dtype: docs/verdicts.md)", nullptr,
       [](const ToleranceRule&) -> std::string { return "relative"; },
       {"relative_within_bound", "relative_rmse_exceeds_bound", "relative_max_exceeds_bound", "nan_where_fp64_finite"},
-      false, judge_relative, false, nullptr,
-      [](const ToleranceRule&) -> std::string { return ""; },
-      [](const ToleranceRule&, int) -> std::optional<RuleLine> { return std::nullopt; }};
+      false, judge_relative, false, nullptr, nullptr, nullptr};
   return rule;
 }
 

@@ -68,10 +68,7 @@ const RuleKind& same_rule() {
       [](const ToleranceRule& r) {
         return fmt::format("RMSE multipliers {:g} fp32, {:g} low precision", r.fp32_multiplier, r.low_precision_multiplier);
       },
-      [](const ToleranceRule& r, int metric) -> std::optional<RuleLine> {
-        if (metric != 1) return std::nullopt;
-        return RuleLine{fmt::format("tol {:g} (allclose rtol)", r.tol), r.tol};
-      }};
+      tol_plot_line};
   return rule;
 }
 

@@ -30,8 +30,7 @@ const RuleKind& ulp_rule() {
       },
       [](const ToleranceRule& r) { return fmt::format("ulp:{:g}", r.max_ulp); },
       {"ulp_within_bound", "ulp_exceeds_bound"},
-      false, judge_ulp, false, nullptr,
-      [](const ToleranceRule&) -> std::string { return ""; },
+      false, judge_ulp, false, nullptr, nullptr,
       [](const ToleranceRule& r, int metric) -> std::optional<RuleLine> {
         if (metric != 0) return std::nullopt;
         return RuleLine{fmt::format("rule: {:g} ulp", r.max_ulp), r.max_ulp};
