@@ -35,11 +35,32 @@ def inductor_cache_dir(cache_dir, capability):
     return os.path.join(cache_dir, "aten-cpu-" + capability) if capability else cache_dir
 
 
+def inductor_set_its_default(environ):
+    """Whether `environ`'s TORCHINDUCTOR_CACHE_DIR is the default that Inductor wrote there itself.
+
+    Importing torch._inductor.config asks Inductor for its cache directory, and when none is set Inductor
+    writes its default (TMPDIR/torchinductor_USER) into os.environ. A worker that imports Inductor before
+    main() (a wrapper that plants a compiler bug, tests/zoo/planted_worker.py) would then keep that
+    default: under the scratch TMPDIR the engine gives each worker and removes after it, so every kernel
+    and the precompiled header were built again by every such worker (44 g++ runs, about 35 s of CPU, for
+    one planted run of resnet18 on the 2-core machine). Such a value is not the user's setting. False
+    when Inductor is not imported (nothing is imported here)."""
+    import sys
+    utils = sys.modules.get("torch._inductor.runtime.cache_dir_utils")
+    value = environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if utils is None or value is None or not hasattr(utils, "default_cache_dir"):
+        return False
+    return os.path.abspath(value) == os.path.abspath(utils.default_cache_dir())
+
+
 def setup_environment(cache_dir, environ=None):
-    """Sets TORCHINDUCTOR_CACHE_DIR in `environ` (default os.environ), unless it is already set, to
-    `inductor_cache_dir(cache_dir, $ATEN_CPU_CAPABILITY)`. To take effect it must run before torch is
-    imported: Inductor reads its cache location from the environment. Returns the value in force."""
+    """Sets TORCHINDUCTOR_CACHE_DIR in `environ` (default os.environ), unless the user set it, to
+    `inductor_cache_dir(cache_dir, $ATEN_CPU_CAPABILITY)`; a value Inductor wrote itself on import
+    (`inductor_set_its_default`) is replaced. Run it before Inductor compiles anything: Inductor reads
+    its cache location from the environment. Returns the value in force."""
     environ = os.environ if environ is None else environ
+    if inductor_set_its_default(environ):
+        del environ["TORCHINDUCTOR_CACHE_DIR"]
     return environ.setdefault("TORCHINDUCTOR_CACHE_DIR",
                               inductor_cache_dir(cache_dir, environ.get("ATEN_CPU_CAPABILITY", "")))
 

@@ -412,6 +412,26 @@ class CliTest(unittest.TestCase):
         env = {"ATEN_CPU_CAPABILITY": "avx2", "TORCHINDUCTOR_CACHE_DIR": "/mine"}
         self.assertEqual(cli.setup_environment("/c", env), "/mine")  # the user's setting wins
         self.assertEqual(env["TORCHINDUCTOR_CACHE_DIR"], "/mine")
+        # The default Inductor writes into the environment when it is imported first is not the user's setting.
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+        env = {"TORCHINDUCTOR_CACHE_DIR": default_cache_dir()}
+        self.assertTrue(cli.inductor_set_its_default(env))
+        self.assertEqual(cli.setup_environment("/c", env), "/c")
+        self.assertFalse(cli.inductor_set_its_default({"TORCHINDUCTOR_CACHE_DIR": "/mine"}))
+
+    def test_a_wrapper_that_imports_inductor_first_gets_the_workers_cache(self):
+        # A planted-bug wrapper (tests/zoo/planted_worker.py) imports Inductor before the worker's main(), and
+        # Inductor then writes its default, under TMPDIR, into the environment: the engine removes that TMPDIR
+        # after each worker, so every kernel was built again by every such worker. The worker's cache wins.
+        script = ("import sys\nsys.path.insert(0, sys.argv[1])\nfrom torch._inductor import config\n"
+                  "from pt2diff_worker import cli\ncli.main(['--cache-dir', sys.argv[2]])\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {k: v for k, v in os.environ.items() if k not in ("TORCHINDUCTOR_CACHE_DIR", "ATEN_CPU_CAPABILITY")}
+            p = subprocess.run([sys.executable, "-c", script, PYTHON_DIR, os.path.join(tmp, "cache")], capture_output=True,
+                               text=True, timeout=120, env=dict(env, TMPDIR=tmp),
+                               input='{"id": 1, "op": "hello"}\n{"id": 2, "op": "shutdown"}\n')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(json.loads(p.stdout.splitlines()[0])["cache_dir"], os.path.join(tmp, "cache"))
 
     def test_precompiled_headers_are_kept_with_the_cache(self):
         from torch._inductor import codecache
