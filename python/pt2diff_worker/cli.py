@@ -101,6 +101,61 @@ def keep_precompiled_headers_in_cache(cache_dir=None):
     return codecache._HEADER_DIR
 
 
+def remember_vec_isa_probes(cache_dir=None):
+    """Makes Inductor's check of a vector ISA (AVX-512, AVX2, ...) run once per cache instead of once per process;
+    returns the file that remembers them (`cache_dir`, default $TORCHINDUCTOR_CACHE_DIR, /vec_isa_probes.json), or
+    None when this torch checks differently (then nothing changes). Call it after torch is imported.
+
+    Before vectorizing a kernel Inductor builds a probe library with the ISA's flags (kept in its cache, named by a
+    hash of the compiler's version, the flags and torch's version) and loads it in a new Python process to see that
+    it loads beside this torch: about 0.6 s of CPU at every worker start on the 2-core machine, where the test
+    suite starts hundreds. A check that passed is remembered under the probe library's path, size and mtime and
+    the identity of this torch's libtorch_cpu and Python: the same file loaded by the same torch gives the same
+    answer. A failed check is not remembered (it is made again, as Inductor does)."""
+    import json
+    import sys
+    import torch
+    from torch._inductor import cpu_vec_isa
+    probe = getattr(cpu_vec_isa.VecISA, "_probe_load", None)
+    cache_dir = cache_dir or os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if probe is None or not cache_dir:
+        return None
+    memo = os.path.join(cache_dir, "vec_isa_probes.json")
+    libtorch = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+
+    def identity(path):
+        st = os.stat(path)
+        return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
+
+    def remembered_probe(self, output_path):
+        try:
+            key = f"{identity(output_path)}|{identity(libtorch)}|{sys.executable}"
+        except OSError:
+            return probe(self, output_path)
+        try:
+            with open(memo) as f:
+                known = json.load(f)
+        except (OSError, ValueError):
+            known = {}
+        if known.get(key) is True:
+            return True
+        ok = probe(self, output_path)
+        if ok:
+            known[key] = True
+            tmp = f"{memo}.{os.getpid()}.tmp"
+            try:
+                os.makedirs(cache_dir, exist_ok=True)
+                with open(tmp, "w") as f:
+                    json.dump(known, f)
+                os.replace(tmp, memo)  # whole or not at all: parallel workers never read half a file
+            except OSError:
+                pass
+        return ok
+
+    cpu_vec_isa.VecISA._probe_load = remembered_probe
+    return memo
+
+
 def main(argv=None, prog=None):
     """Runs the Inductor worker: arguments, cache directory, libstdc++ bound first, stdout for the
     protocol, then serves requests on stdin until `shutdown` or end of input."""
@@ -116,4 +171,5 @@ def main(argv=None, prog=None):
     replies = protocol_channel()
     from .inductor import Worker
     keep_precompiled_headers_in_cache()
+    remember_vec_isa_probes()
     serve(Worker(args.compiler), replies=replies)

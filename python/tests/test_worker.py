@@ -419,6 +419,40 @@ class CliTest(unittest.TestCase):
         self.assertEqual(cli.setup_environment("/c", env), "/c")
         self.assertFalse(cli.inductor_set_its_default({"TORCHINDUCTOR_CACHE_DIR": "/mine"}))
 
+    def test_a_passed_vec_isa_check_is_remembered(self):
+        from torch._inductor import cpu_vec_isa
+        original = cpu_vec_isa.VecISA._probe_load
+        calls = []
+        answer = {"value": True}
+
+        def probe(isa, path):  # stands for Inductor's: a new Python process that loads the probe library
+            calls.append(path)
+            return answer["value"]
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                lib = os.path.join(tmp, "probe.so")
+                with open(lib, "w") as f:
+                    f.write("x")
+                cpu_vec_isa.VecISA._probe_load = probe
+                memo = cli.remember_vec_isa_probes(tmp)
+                self.assertEqual(memo, os.path.join(tmp, "vec_isa_probes.json"))
+                isa = cpu_vec_isa.VecAVX2()
+                self.assertTrue(cpu_vec_isa.VecISA._probe_load(isa, lib))
+                self.assertTrue(cpu_vec_isa.VecISA._probe_load(isa, lib))  # remembered: no second process
+                self.assertEqual(len(calls), 1)
+                os.utime(lib, ns=(1, 1))  # another file at that path: checked again
+                self.assertTrue(cpu_vec_isa.VecISA._probe_load(isa, lib))
+                self.assertEqual(len(calls), 2)
+                other = os.path.join(tmp, "other.so")
+                with open(other, "w") as f:
+                    f.write("y")
+                answer["value"] = False  # a failed check is made again each time, as Inductor makes it
+                self.assertFalse(cpu_vec_isa.VecISA._probe_load(isa, other))
+                self.assertFalse(cpu_vec_isa.VecISA._probe_load(isa, other))
+                self.assertEqual(len(calls), 4)
+        finally:
+            cpu_vec_isa.VecISA._probe_load = original
+
     def test_a_wrapper_that_imports_inductor_first_gets_the_workers_cache(self):
         # A planted-bug wrapper (tests/zoo/planted_worker.py) imports Inductor before the worker's main(), and
         # Inductor then writes its default, under TMPDIR, into the environment: the engine removes that TMPDIR
