@@ -438,7 +438,38 @@ WorkerBackend::WorkerBackend(const Program& program, std::vector<std::string> ar
 
 WorkerBackend::~WorkerBackend() = default;
 
+namespace {
+
+/// A WorkerBackend's worker with other compiler settings (WorkerBackend::with_compiler_settings).
+class WorkerSettingsView final : public Backend {
+ public:
+  WorkerSettingsView(WorkerBackend& backend, const BackendOptions& settings) : backend_(backend), settings_(settings) {}
+  std::string name() const override { return backend_.name(); }
+  bool observes() const override { return backend_.observes(); }
+  bool leaves_eager() const override { return backend_.leaves_eager(); }
+  std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override {
+    auto compiled = backend_.compile_with(region, example_inputs, settings_);
+    last_compile_seconds_ = backend_.last_compile_seconds();
+    return compiled;
+  }
+
+ private:
+  WorkerBackend& backend_;
+  BackendOptions settings_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> WorkerBackend::with_compiler_settings(const BackendOptions& options) {
+  return std::make_unique<WorkerSettingsView>(*this, options);
+}
+
 std::unique_ptr<CompiledRegion> WorkerBackend::compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) {
+  return compile_with(region, example_inputs, impl_->options);
+}
+
+std::unique_ptr<CompiledRegion> WorkerBackend::compile_with(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs,
+                                                            const BackendOptions& settings) {
   const Graph& g = impl_->program.ir.graph;
   const std::string id = fmt::format("region{}", impl_->compiles.size() + 1);
   json nodes = json::array(), inputs = json::array(), outputs = json::array();
@@ -446,15 +477,15 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile(const RegionSpec& region,
   for (ValueId v : region.inputs) inputs.push_back(g.value(v).name);
   for (ValueId v : region.outputs) outputs.push_back(g.value(v).name);
   json config = json::object();
-  for (const std::string& kv : impl_->options.inductor_config) {
+  for (const std::string& kv : settings.inductor_config) {
     auto eq = kv.find('=');
     config[kv.substr(0, eq)] = eq == std::string::npos ? "True" : kv.substr(eq + 1);
   }
-  json settings = json::object();  // torch globals the compiled code reads at compile and at run time
-  if (!impl_->options.matmul_precision.empty()) settings["matmul_precision"] = impl_->options.matmul_precision;
-  if (impl_->options.no_tf32) settings["tf32"] = false;
+  json globals = json::object();  // torch globals the compiled code reads at compile and at run time
+  if (!settings.matmul_precision.empty()) globals["matmul_precision"] = settings.matmul_precision;
+  if (settings.no_tf32) globals["tf32"] = false;
   json req = {{"op", "compile"}, {"region", id},        {"nodes", nodes},   {"inputs", inputs},
-              {"outputs", outputs}, {"exploded", region.exploded}, {"config", config}, {"settings", settings},
+              {"outputs", outputs}, {"exploded", region.exploded}, {"config", config}, {"settings", globals},
               {"example_inputs", impl_->write_values(region, example_inputs, id + "-example")}};
   if (region.observe) req["observe"] = true;
   if (!region.eager.empty()) {

@@ -23,6 +23,12 @@ class WorkerBackend final : public Backend {
   bool leaves_eager() const override { return true; }
   double startup_seconds() const override;
   std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override;
+  /// Compiles in this worker with `options`' inductor_config, matmul_precision and no_tf32 (the compile
+  /// request's "config" and "settings"); every other option stays this backend's.
+  std::unique_ptr<Backend> with_compiler_settings(const BackendOptions& options) override;
+  /// compile() with the compiler settings of `settings` (with_compiler_settings' backends call it).
+  std::unique_ptr<CompiledRegion> compile_with(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs,
+                                               const BackendOptions& settings);
 
   /// Writes `region` (fused) as a standalone torch.export archive at `archive` and its inputs (one per
   /// RegionSpec::inputs entry, weights included) as a torch.save tuple at `inputs_file`. Returns the

@@ -25,6 +25,7 @@ std::vector<Hint> explain_window(const RunState& s, const Culprit& culprit) {
   const c10::IValue& fp64 = s.reference.fp64[static_cast<size_t>(ctx.window.outputs.at(ctx.judged))];
   const c10::IValue eager = s.interpreter.run_region(ctx.window, ctx.inputs).at(ctx.judged);
   if (!fp64.isTensor() || !eager.isTensor()) return {};
+  ctx.backend = &s.backend;
   ctx.fp64 = fp64.toTensor();
   ctx.eager = eager.toTensor();
   try {

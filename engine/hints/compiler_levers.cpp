@@ -20,6 +20,8 @@ struct Lever {
   std::string in_program;  ///< the same lever in the user's program
   std::string meaning;     ///< what its removing the divergence says
   std::function<bool(const HintContext&)> bears_on;
+  /// Sets per-compile settings only (inductor_config, matmul_precision, no_tf32): the lever then compiles
+  /// in the run's worker (Backend::with_compiler_settings), which applies no other option.
   std::function<void(BackendOptions&)> pull;
 };
 
@@ -143,7 +145,9 @@ std::optional<Hint> compiler_lever_hint(const HintContext& ctx) {
     BackendOptions with_lever = ctx.options.backend;
     lever.pull(with_lever);
     try {
-      auto backend = make_backend(spec, ctx.program, with_lever);
+      // In the run's worker where it can (a lever is per-compile config): no new worker per lever.
+      std::unique_ptr<Backend> backend = ctx.backend ? ctx.backend->with_compiler_settings(with_lever) : nullptr;
+      if (!backend) backend = make_backend(spec, ctx.program, with_lever);
       const c10::IValue out = backend->compile(ctx.window, ctx.inputs)->run(ctx.inputs).at(ctx.judged);
       if (!out.isTensor()) continue;
       const at::Tensor again = out.toTensor();

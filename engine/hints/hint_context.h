@@ -21,6 +21,9 @@ struct HintContext {
   at::Tensor compiled, eager, fp64;  ///< the judged output of the window, three ways
   size_t judged = 0;                 ///< which of window.outputs that is
   std::vector<std::string> random_nodes;  ///< the window's nodes that draw random numbers
+  /// The run's compiled side, or nullptr: the compiler levers compile in its process where it can
+  /// (Backend::with_compiler_settings), else in a backend of their own.
+  Backend* backend = nullptr;
 };
 
 // The experiments themselves are listed, declared and ordered in hint_registry.cpp.

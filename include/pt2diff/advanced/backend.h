@@ -97,6 +97,15 @@ class Backend {
   /// restarts): the part of a compiler-bound run that is neither compiling nor running. 0 for
   /// backends that compile in this process.
   virtual double startup_seconds() const { return 0; }
+  /// A backend that compiles as this one does but with `options`' compiler settings (inductor_config,
+  /// matmul_precision, no_tf32: what a worker applies per compile request, docs/worker-protocol.md) in
+  /// place of its own, in this backend's compiler process: a compiler lever's compile (the hints) without
+  /// starting another worker. It refers to this backend, which must outlive it. nullptr when the backend
+  /// cannot (the caller makes a new one with make_backend).
+  virtual std::unique_ptr<Backend> with_compiler_settings(const BackendOptions& options) {
+    (void)options;
+    return nullptr;
+  }
 
  protected:
   double last_compile_seconds_ = 0;

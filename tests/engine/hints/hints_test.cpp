@@ -1,5 +1,6 @@
 // tests/engine/hints/hints_test.cpp — planted faults map to the dtype-promotion finding their nature
 // implies: bf16 rounding is lower precision than promotion requires, a scale is not a rounding effect.
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <fstream>
 #include <map>
@@ -8,6 +9,7 @@
 
 #include "../../test_support.h"
 #include "engine/hints/hint_registry.h"
+#include "pt2diff/advanced/backend.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/program.h"
 #include "pt2diff/inputs.h"
@@ -200,6 +202,55 @@ TEST(HintRegistry, EveryHintGivenIsOneItsExperimentDeclares) {
     }
   }
   EXPECT_GE(seen, 4u);
+}
+
+}  // namespace
+}  // namespace pt2diff
+
+namespace pt2diff {
+namespace {
+
+/// A compiler with one lever, playing the run's worker: its own compiles carry a planted fault, and with
+/// fallback_by_default=True (every op on its ATen kernel) it compiles as eager does. It records the
+/// settings each compile in its process was asked for.
+class OneLeverCompiler final : public Backend {
+ public:
+  OneLeverCompiler(const Program& p, std::vector<std::vector<std::string>>& seen, const std::vector<std::string>& config = {})
+      : program_(p), seen_(seen), config_(config) {}
+  std::string name() const override { return "one-lever compiler"; }
+  std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override {
+    seen_.push_back(config_);
+    const bool lever = std::find(config_.begin(), config_.end(), "fallback_by_default=True") != config_.end();
+    backends_.push_back(make_backend(lever ? "eager" : "fault:linear:scale=0.05", program_, BackendOptions{}));
+    return backends_.back()->compile(region, example_inputs);
+  }
+  std::unique_ptr<Backend> with_compiler_settings(const BackendOptions& options) override {
+    return std::make_unique<OneLeverCompiler>(program_, seen_, options.inductor_config);
+  }
+
+ private:
+  const Program& program_;
+  std::vector<std::vector<std::string>>& seen_;
+  std::vector<std::string> config_;
+  std::vector<std::unique_ptr<Backend>> backends_;
+};
+
+TEST(CompilerLeverHint, PullsEachLeverInTheRunsWorker) {
+  Program p = load_program(fixture("mlp.pt2"));
+  DiffOptions o;
+  // A worker spec takes compiler config, so the levers are tried; a backend of its own for a lever would be
+  // this command, which does not exist: the lever's compile must happen in the run's backend.
+  o.compiled = "external:/nonexistent/pt2diff-test-worker";
+  std::vector<std::vector<std::string>> seen;
+  OneLeverCompiler compiler(p, seen);
+  DiffResult r = diff(p, bind_inputs(p, load_inputs(fixture("mlp_inputs.pt"))), o, compiler);
+  ASSERT_TRUE(r.localization);
+  const Hint* h = find_hint(r, "compiler_lever");
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->finding, "lever_removes_divergence") << h->summary;
+  EXPECT_NE(h->summary.find("fallback_by_default"), std::string::npos) << h->summary;
+  for (const std::string& note : h->notes) EXPECT_EQ(note.find("re-compiling failed"), std::string::npos) << note;
+  EXPECT_NE(std::find(seen.begin(), seen.end(), std::vector<std::string>{"fallback_by_default=True"}), seen.end());
 }
 
 }  // namespace
