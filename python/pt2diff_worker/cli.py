@@ -108,7 +108,7 @@ def remember_vec_isa_probes(cache_dir=None):
 
     Before vectorizing a kernel Inductor builds a probe library with the ISA's flags (kept in its cache, named by a
     hash of the compiler's version, the flags and torch's version) and loads it in a new Python process to see that
-    it loads beside this torch: about 0.6 s of CPU at every worker start on the 2-core machine, where the test
+    it loads beside this torch: 0.1-0.3 s of CPU at every worker start on the 2-core machine, where the test
     suite starts hundreds. A check that passed is remembered under the probe library's path, size and mtime and
     the identity of this torch's libtorch_cpu and Python: the same file loaded by the same torch gives the same
     answer. A failed check is not remembered (it is made again, as Inductor does)."""
