@@ -5,7 +5,9 @@ Importing this module has no effect; `main()` parses the arguments, sets Inducto
 takes stdout for the protocol, and only then imports torch and serves.
 """
 import argparse
+import json
 import os
+import sys
 
 DESCRIPTION = ("pt2diff's Inductor worker: compiles regions of a torch.export archive with Inductor (torch.compile, "
                "or AOTInductor with --compiler aoti) and runs them.")
@@ -42,10 +44,9 @@ def inductor_set_its_default(environ):
     writes its default (TMPDIR/torchinductor_USER) into os.environ. A worker that imports Inductor before
     main() (a wrapper that plants a compiler bug, tests/zoo/planted_worker.py) would then keep that
     default: under the scratch TMPDIR the engine gives each worker and removes after it, so every kernel
-    and the precompiled header were built again by every such worker (44 g++ runs, about 35 s of CPU, for
-    one planted run of resnet18 on the 2-core machine). Such a value is not the user's setting. False
+    and the precompiled header were built again by every such worker (44 g++ runs, 29 s of CPU, in one
+    planted run of resnet18 on the 2-core machine). Such a value is not the user's setting. False
     when Inductor is not imported (nothing is imported here)."""
-    import sys
     utils = sys.modules.get("torch._inductor.runtime.cache_dir_utils")
     value = environ.get("TORCHINDUCTOR_CACHE_DIR")
     if utils is None or value is None or not hasattr(utils, "default_cache_dir"):
@@ -112,8 +113,6 @@ def remember_vec_isa_probes(cache_dir=None):
     suite starts hundreds. A check that passed is remembered under the probe library's path, size and mtime and
     the identity of this torch's libtorch_cpu and Python: the same file loaded by the same torch gives the same
     answer. A failed check is not remembered (it is made again, as Inductor does)."""
-    import json
-    import sys
     import torch
     from torch._inductor import cpu_vec_isa
     probe = getattr(cpu_vec_isa.VecISA, "_probe_load", None)
