@@ -20,10 +20,16 @@ std::string from_env(const char* name) {
   return v ? v : "";
 }
 
-std::string worker_script() {
-  if (std::string env = from_env("PT2DIFF_WORKER"); !env.empty()) return env;
+/// The shipped launcher (in the source tree, or installed); empty when neither is there.
+std::string stock_worker_script() {
   for (const char* candidate : {PT2DIFF_SOURCE_WORKER, PT2DIFF_INSTALLED_WORKER})
     if (fs::exists(candidate)) return candidate;
+  return "";
+}
+
+std::string worker_script() {
+  if (std::string env = from_env("PT2DIFF_WORKER"); !env.empty()) return env;
+  if (std::string stock = stock_worker_script(); !stock.empty()) return stock;
   throw Error(Error::Kind::Usage, fmt::format("cannot find inductor_worker.py (looked at {} and {}): set PT2DIFF_WORKER",
                                               PT2DIFF_SOURCE_WORKER, PT2DIFF_INSTALLED_WORKER));
 }
@@ -51,7 +57,7 @@ std::unique_ptr<WorkerBackend> make_inductor_worker(const Program& program, cons
   std::string name = fmt::format("{} ({})", compiler, options.device);
   for (const std::string& kv : options.inductor_config) name += " " + kv;
   return std::make_unique<WorkerBackend>(program, std::move(argv), compiler == "aoti" ? "AOTInductor worker" : "inductor worker",
-                                         name, options);
+                                         name, options, stock_worker_script());
 }
 
 }  // namespace pt2diff

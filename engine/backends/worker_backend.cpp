@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "engine/backends/worker_process.h"
+#include "engine/backends/worker_server.h"
 #include "engine/execution/op_catalog.h"
 #include "engine/inspect/autocast_json.h"
 #include "graphs/archive.h"
@@ -235,6 +236,7 @@ struct WorkerBackend::Impl {
   BackendOptions options;
   fs::path dir;
   fs::path scratch;                          ///< the worker's TMPDIR (make_scratch_dir)
+  std::string server_launcher;               ///< the stock launcher that can start a worker server, or empty
   std::unique_ptr<WorkerProcess> process;
   std::set<ValueId> state_values;            ///< weights: the worker reads them from the archive itself
   std::map<std::string, json> compiles;      ///< region id → its compile request, replayed after a restart
@@ -331,8 +333,13 @@ struct WorkerBackend::Impl {
     try {
       // A CPU worker only: a CUDA worker's driver maps host memory RLIMIT_DATA may count (not yet tried on a GPU).
       const bool on_cpu = options.device.rfind("cuda", 0) != 0;
-      process = std::make_unique<WorkerProcess>(argv, stderr_log().string(), on_cpu ? options.memory_limit : 0,
-                                                std::vector<std::string>{"TMPDIR=" + scratch.string()});
+      const std::vector<std::string> environment{"TMPDIR=" + scratch.string()};
+      // The worker server forks CPU workers only: a CUDA context cannot cross a fork, and a server never makes
+      // one, but its imports on a CUDA build are not yet tried there (docs/worker-protocol.md).
+      if (on_cpu && !server_launcher.empty() && worker_server_enabled())
+        process = start_served_worker(argv, server_launcher, stderr_log().string(), options.memory_limit, environment);
+      if (!process)
+        process = std::make_unique<WorkerProcess>(argv, stderr_log().string(), on_cpu ? options.memory_limit : 0, environment);
     } catch (const std::exception& e) {
       throw BackendFailure(BackendFailure::Kind::Unusable, fmt::format("cannot start the {}: {}", label, e.what()));
     }
@@ -433,8 +440,10 @@ struct WorkerBackend::Impl {
 };
 
 WorkerBackend::WorkerBackend(const Program& program, std::vector<std::string> argv, std::string label, std::string name,
-                             const BackendOptions& options)
-    : impl_(std::make_unique<Impl>(program, std::move(argv), std::move(label), options)), name_(std::move(name)) {}
+                             const BackendOptions& options, std::string server_launcher)
+    : impl_(std::make_unique<Impl>(program, std::move(argv), std::move(label), options)), name_(std::move(name)) {
+  impl_->server_launcher = std::move(server_launcher);
+}
 
 WorkerBackend::~WorkerBackend() = default;
 

@@ -13,8 +13,10 @@ namespace pt2diff {
 class WorkerBackend final : public Backend {
  public:
   /// `argv` starts the worker; `label` names it in messages ("inductor worker").
+  /// `server_launcher`: the stock inductor_worker.py, which can start a worker server (worker_server.h); with
+  /// PT2DIFF_WORKER_SERVER=1 a CPU worker whose argv is PYTHON SCRIPT.py ... is then forked by that server.
   WorkerBackend(const Program& program, std::vector<std::string> argv, std::string label, std::string name,
-                const BackendOptions& options);
+                const BackendOptions& options, std::string server_launcher = {});
   ~WorkerBackend() override;
   std::string name() const override { return name_; }
   bool observes() const override { return true; }  ///< asks the worker; its compile reply says whether it can

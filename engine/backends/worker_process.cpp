@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -17,11 +18,8 @@
 
 namespace pt2diff {
 
-namespace {
-
-/// This process's environment with `overrides` ("NAME=VALUE") replacing or added to it, built before the fork
-/// (the child may only call async-signal-safe functions).
-std::vector<std::string> child_environment(const std::vector<std::string>& overrides) {
+/// Built before the fork (the child may only call async-signal-safe functions).
+std::vector<std::string> environment_with(const std::vector<std::string>& overrides) {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
     const std::string entry(*e);
@@ -34,8 +32,6 @@ std::vector<std::string> child_environment(const std::vector<std::string>& overr
   return env;
 }
 
-}  // namespace
-
 WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path, int64_t memory_limit,
                              const std::vector<std::string>& environment) {
   if (argv.empty()) throw std::runtime_error("no command to start");
@@ -47,7 +43,7 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::st
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  const std::vector<std::string> env_entries = child_environment(environment);
+  const std::vector<std::string> env_entries = environment_with(environment);
   std::vector<char*> envp;
   for (const std::string& e : env_entries) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
@@ -87,10 +83,52 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::st
   }
 }
 
+std::unique_ptr<WorkerProcess> WorkerProcess::adopt(pid_t pid, int to_child, int from_child, int control) {
+  std::unique_ptr<WorkerProcess> p(new WorkerProcess());
+  p->pid_ = pid;
+  p->to_child_ = to_child;
+  p->from_child_ = from_child;
+  p->control_ = control;
+  return p;
+}
+
 WorkerProcess::~WorkerProcess() {
   kill();
   if (to_child_ >= 0) ::close(to_child_);
   if (from_child_ >= 0) ::close(from_child_);
+  if (control_ >= 0) ::close(control_);
+}
+
+bool WorkerProcess::await_exit_report(double seconds) {
+  if (reaped_) return true;
+  std::string report;
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    if (auto nl = report.find('\n'); nl != std::string::npos) {
+      if (report.rfind("exit ", 0) == 0) {
+        status_ = std::atoi(report.c_str() + 5);
+        reaped_ = true;
+        return true;
+      }
+      report.erase(0, nl + 1);
+      continue;
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed >= seconds) return false;
+    pollfd p{control_, POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>((seconds - elapsed) * 1000) + 1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;
+    char chunk[256];
+    const ssize_t n = recv(control_, chunk, sizeof chunk, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {  // the server ended without a report: the worker's status is lost with it
+      reaped_ = true;
+      lost_status_ = true;
+      return true;
+    }
+    report.append(chunk, static_cast<size_t>(n));
+  }
 }
 
 bool WorkerProcess::write_line(const std::string& line) {
@@ -135,12 +173,19 @@ void WorkerProcess::kill() {
   if (pid_ <= 0 || reaped_) return;
   ::kill(-pid_, SIGKILL);
   ::kill(pid_, SIGKILL);
+  if (served()) {
+    await_exit_report(10);
+    reaped_ = true;
+    return;
+  }
   while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
   }
   reaped_ = true;
 }
 
 std::string WorkerProcess::exit_description() {
+  if (served() && !reaped_ && !await_exit_report(1)) return "running";
+  if (lost_status_) return "ended; its status was lost with the worker server";
   if (!reaped_) {
     pid_t r = waitpid(pid_, &status_, WNOHANG);
     if (r == 0) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -20,6 +21,10 @@ class WorkerProcess {
   /// this process's environment in the child's.
   WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path, int64_t memory_limit = 0,
                 const std::vector<std::string>& environment = {});
+  /// A worker another process started for us (a worker server, engine/backends/worker_server.h): `pid` leads
+  /// its own process group; `to_child`/`from_child` are our ends of its stdin and stdout; the server writes
+  /// "exit STATUS" on `control` when it has reaped the worker. Takes ownership of the three descriptors.
+  static std::unique_ptr<WorkerProcess> adopt(pid_t pid, int to_child, int from_child, int control);
   /// Kills the whole process group (the worker and compilers it started) if still running.
   ~WorkerProcess();
   WorkerProcess(const WorkerProcess&) = delete;
@@ -37,14 +42,25 @@ class WorkerProcess {
   /// "exited with status 1", "killed by signal 11 (Segmentation fault)", or "running".
   std::string exit_description();
   pid_t pid() const { return pid_; }
+  /// Whether a worker server started this worker (adopt) rather than this process.
+  bool served() const { return control_ >= 0; }
 
  private:
+  WorkerProcess() = default;
+  /// Served: waits up to `seconds` for the server's "exit STATUS" line; true once the status is known.
+  bool await_exit_report(double seconds);
+
   pid_t pid_ = -1;
   int to_child_ = -1;    ///< our end of the child's stdin
   int from_child_ = -1;  ///< our end of the child's stdout
   std::string buffer_;   ///< bytes read past the last returned line
   int status_ = 0;
   bool reaped_ = false;
+  bool lost_status_ = false;  ///< served: the server ended before it reported the worker's status
+  int control_ = -1;     ///< served: the connection the server reports the worker's end on
 };
+
+/// This process's environment with `overrides` ("NAME=VALUE") replacing or added to it.
+std::vector<std::string> environment_with(const std::vector<std::string>& overrides);
 
 }  // namespace pt2diff

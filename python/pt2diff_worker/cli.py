@@ -24,6 +24,10 @@ def parse_args(argv=None, prog=None):
     p.add_argument("--compiler", choices=("inductor", "aoti"), default="inductor",
                    help="inductor: torch.compile (the default); aoti: AOTInductor (each region exported, compiled "
                         "to a package and loaded with aoti_load_package)")
+    # The worker server (server.py), started by the engine with PT2DIFF_WORKER_SERVER=1: not a worker itself.
+    p.add_argument("--serve-workers", metavar="SOCKET", help=argparse.SUPPRESS)
+    p.add_argument("--idle", type=float, default=60.0, help=argparse.SUPPRESS)
+    p.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
@@ -159,6 +163,10 @@ def main(argv=None, prog=None):
     """Runs the Inductor worker: arguments, cache directory, libstdc++ bound first, stdout for the
     protocol, then serves requests on stdin until `shutdown` or end of input."""
     args = parse_args(argv, prog)
+    if args.serve_workers:  # a server forking workers, not a worker (server.py)
+        from .server import main as serve
+        serve(args.serve_workers, args.idle, args.ready_fd)
+        return
     setup_environment(args.cache_dir)
     bind_libstdcxx_first()
     # A crash in native code (a segfault in a kernel, in a package's runtime) prints the Python frames it

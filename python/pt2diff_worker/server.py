@@ -1,0 +1,292 @@
+"""The worker server: one Python that has imported torch and Inductor once, forking a worker for each request.
+
+A worker's start is mostly its imports: 3.4-3.7 s of CPU to its `hello` on the 2-core machine, where the
+test suite starts hundreds of workers and a sweep or a batch starts one per case. With
+PT2DIFF_WORKER_SERVER=1 the engine (engine/backends/worker_server.cpp) asks a server instead of starting
+Python: the server forks, and the child becomes the worker the engine asked for (`python SCRIPT ARGS...`
+run with runpy, in the engine's environment, working directory and memory limit, on the engine's sockets)
+in milliseconds. docs/worker-protocol.md, "The worker server".
+
+One server serves one key: the Python, the server's launcher, the working directory and the whole
+environment except TMPDIR (each worker gets the engine's scratch TMPDIR). Everything torch and Inductor
+read from the environment when they are imported is therefore what a worker started afresh would read;
+a request in another environment goes to another server. The engine starts a server when none answers
+(`python inductor_worker.py --serve-workers SOCKET`); it ends after `--idle` seconds without requests or
+workers, and when a module it imported has changed on disk (it answers `stale` and ends: the next worker
+gets a new server).
+
+The socket protocol (a Unix stream socket, one connection per worker):
+  engine -> server  one JSON line {"argv": [...], "env": {...}, "cwd": "...", "rlimit_data": N}, sent with
+                    three file descriptors (SCM_RIGHTS): the worker's stdin, stdout and stderr
+  server -> engine  "pid N" (the worker, in a process group of its own) | "stale" | "error TEXT"
+  server -> engine  "exit STATUS" when the worker has ended (STATUS: the raw wait status), then EOF
+"""
+import array
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+
+#: Each request is read whole within this many seconds, or the connection is dropped.
+REQUEST_SECONDS = 10
+
+
+#: What a worker imports by the end of its first compile and run, beyond its own modules: 2,681 modules in a worker
+#: that compiled mlp against 1,122 before its `hello`; with these the child of a server imports 90 more. A name
+#: this torch lacks (2.11-2.14 differ) is skipped.
+WORKER_MODULES = (
+    "torch.export", "torch.export._trace", "torch.export._unlift", "torch._export.serde.serialize",
+    "torch._dynamo", "torch._dynamo.backends.inductor", "torch._functorch.aot_autograd",
+    "torch._inductor.compile_fx", "torch._inductor.graph", "torch._inductor.scheduler", "torch._inductor.lowering",
+    "torch._inductor.decomposition", "torch._inductor.freezing", "torch._inductor.select_algorithm",
+    "torch._inductor.kernel.mm", "torch._inductor.fx_passes.post_grad", "torch._inductor.fx_passes.joint_graph",
+    "torch._inductor.codecache", "torch._inductor.cpp_builder", "torch._inductor.codegen.cpp",
+    "torch._inductor.codegen.cpp_wrapper_cpu", "torch._inductor.codegen.cpp_wrapper_cpu_array_ref",
+    "torch._inductor.codegen.memory_planning", "torch._inductor.codegen.wrapper_fxir", "torch._inductor.hooks",
+    "torch._inductor.compiler_bisector", "torch.fx.experimental.validator", "torch.utils.cpp_extension",
+)
+
+
+def preload():
+    """Imports what a worker imports by the end of its first compile (torch, Inductor, the worker's modules,
+    WORKER_MODULES). Nothing is compiled or run, no thread is started and no CUDA is initialized: a forked
+    child could use neither."""
+    import importlib
+    from .cli import bind_libstdcxx_first
+    bind_libstdcxx_first()
+    import faulthandler  # noqa: F401
+    from . import protocol  # noqa: F401
+    from . import inductor  # noqa: F401  (torch, torch._inductor, torch.export)
+    for name in WORKER_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+def snapshot(paths):
+    """{path: (mtime_ns, size)} of `paths` (None for one that is missing): what `changed` compares against."""
+    files = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+            files[path] = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            files[path] = None
+    return files
+
+
+def changed(files):
+    """Whether any file of the snapshot `files` differs on disk from what it recorded."""
+    return snapshot(files) != files
+
+
+def watched_files():
+    """The imported files a change of which makes a server stale: pt2diff's worker package, and torch's version
+    file and entry point (a reinstall rewrites both)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = []
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if path and os.path.abspath(path).startswith(here + os.sep):
+            paths.append(path)
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "__file__", None):
+        torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+        paths += [os.path.join(torch_dir, "version.py"), os.path.join(torch_dir, "__init__.py")]
+    return paths
+
+
+def read_request(conn):
+    """(request dict, [fd, fd, fd]) from a new connection; raises ValueError on anything else."""
+    conn.settimeout(REQUEST_SECONDS)
+    data, fds = b"", []
+    size = socket.CMSG_SPACE(3 * array.array("i").itemsize)
+    while not data.endswith(b"\n"):
+        chunk, ancillary, _, _ = conn.recvmsg(1 << 16, size)
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                received = array.array("i")
+                received.frombytes(payload[:len(payload) - (len(payload) % received.itemsize)])
+                fds.extend(received)
+        if not chunk:
+            break
+        data += chunk
+    try:
+        request = json.loads(data)
+        if len(fds) != 3 or not isinstance(request.get("argv"), list) or len(request["argv"]) < 2:
+            raise ValueError
+    except ValueError:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("a request is one JSON line with argv (PYTHON SCRIPT ...) and three descriptors")
+    return request, fds
+
+
+def become_worker(request, fds, closing):
+    """In the forked child: takes the request's descriptors, directory, environment and limit, runs
+    `argv[1:]` as `python SCRIPT ARGS...` would, and ends the process with its exit status."""
+    code = 1
+    try:
+        os.setpgid(0, 0)
+        for fd in closing:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        for target, fd in zip((0, 1, 2), fds):
+            os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        import tempfile
+        tempfile.tempdir = None  # gettempdir() reads the worker's TMPDIR again
+        limit = int(request.get("rlimit_data") or 0)
+        if limit > 0:
+            import resource
+            resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+        import runpy
+        script = request["argv"][1]
+        sys.argv = list(request["argv"][1:])
+        sys.path[0] = os.path.dirname(os.path.abspath(script))
+        try:
+            runpy.run_path(script, run_name="__main__")
+            code = 0
+        except SystemExit as e:
+            if e.code is None:
+                code = 0
+            elif isinstance(e.code, int):
+                code = e.code
+            else:
+                print(e.code, file=sys.stderr)
+                code = 1
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            code = 1
+        import atexit
+        atexit._run_exitfuncs()  # as the interpreter's own exit would
+    except BaseException:
+        import traceback
+        try:
+            traceback.print_exc()
+        except BaseException:
+            pass
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        os._exit(code & 0xFF if code >= 0 else 1)
+
+
+def send_line(conn, text):
+    try:
+        conn.settimeout(REQUEST_SECONDS)
+        conn.sendall((text + "\n").encode())
+    except OSError:
+        pass
+
+
+def serve_forever(path, idle_seconds, ready_fd=None, imports=preload, watched=None):
+    """Listens on the Unix socket `path` and forks a worker per request, until `idle_seconds` pass with
+    no request and no live worker, or a watched file changes (then it answers `stale` and ends once its
+    workers have). `ready_fd`: written "ready" and closed once the server listens (the engine that started
+    it waits for that). `imports`: what runs first (preload); `watched`: the files to watch (default
+    watched_files() after the imports)."""
+    imports()
+    files = snapshot(watched_files() if watched is None else watched)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    temporary = f"{path}.{os.getpid()}"
+    try:
+        os.unlink(temporary)
+    except FileNotFoundError:
+        pass
+    listener.bind(temporary)
+    listener.listen(16)
+    os.rename(temporary, path)  # whole or not at all: an engine never connects to a half-made server
+    identity = os.stat(path).st_ino
+    if ready_fd is not None:
+        os.write(ready_fd, b"ready\n")
+        os.close(ready_fd)
+    selector = selectors.DefaultSelector()
+    listener.setblocking(False)
+    selector.register(listener, selectors.EVENT_READ)
+    workers = {}  # pid -> the connection its exit is reported on
+    last = time.monotonic()
+    stale = False
+    try:
+        while True:
+            for _ in selector.select(timeout=0.2):
+                try:
+                    conn, _ = listener.accept()
+                except BlockingIOError:
+                    continue
+                conn.setblocking(True)
+                last = time.monotonic()
+                try:
+                    request, fds = read_request(conn)
+                except (OSError, ValueError) as e:
+                    send_line(conn, f"error {e}")
+                    conn.close()
+                    continue
+                if stale or changed(files):
+                    if not stale:  # the next engine starts a new server at this path
+                        try:
+                            if os.stat(path).st_ino == identity:
+                                os.unlink(path)
+                        except OSError:
+                            pass
+                    stale = True
+                    for fd in fds:
+                        os.close(fd)
+                    send_line(conn, "stale")
+                    conn.close()
+                    continue
+                closing = [listener.fileno(), conn.fileno()] + [c.fileno() for c in workers.values()]
+                pid = os.fork()
+                if pid == 0:
+                    become_worker(request, fds, closing)
+                for fd in fds:
+                    os.close(fd)
+                try:
+                    os.setpgid(pid, pid)  # also here: no race with a kill right after the reply
+                except OSError:
+                    pass
+                workers[pid] = conn
+                send_line(conn, f"pid {pid}")
+            while workers:
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                conn = workers.pop(pid, None)
+                if conn is not None:
+                    send_line(conn, f"exit {status}")
+                    conn.close()
+                last = time.monotonic()
+            if not workers and (stale or time.monotonic() - last > idle_seconds):
+                break
+    finally:
+        try:
+            if os.stat(path).st_ino == identity:
+                os.unlink(path)
+        except OSError:
+            pass
+        listener.close()
+
+
+def main(path, idle_seconds, ready_fd=None):
+    """Runs the server (`python inductor_worker.py --serve-workers SOCKET [--idle S]`)."""
+    serve_forever(path, idle_seconds, ready_fd)

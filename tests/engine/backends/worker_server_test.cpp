@@ -1,0 +1,142 @@
+// tests/engine/backends/worker_server_test.cpp — workers forked by the worker server (PT2DIFF_WORKER_SERVER=1,
+// engine/backends/worker_server.cpp): the transport the engine gets is the one it would start itself (lines in
+// and out, the exit status, a kill of the process group), another environment gets another server, what is
+// not a Python script is started as before, and a diff gives the same report served or not.
+// The server's side alone: python/tests/test_worker_server.py.
+#include <chrono>
+#include <fmt/format.h>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+#include "../../test_support.h"
+#include "engine/backends/worker_server.h"
+
+namespace pt2diff {
+namespace {
+
+using testing::fixture;
+
+/// The parent process of `pid` (from /proc/PID/stat), or -1.
+pid_t parent_of(pid_t pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream rest(text.substr(paren + 2));
+  std::string state;
+  pid_t parent = -1;
+  rest >> state >> parent;
+  return parent;
+}
+
+/// A worker script: answers each line with "echo LINE TMPDIR", exits with argv[1] at "bye", or sleeps at "sleep".
+std::string write_script(const testing::ScratchDir& dir) {
+  const std::string path = dir.file("echo_worker.py");
+  std::ofstream(path) << "import os, sys, time\n"
+                         "for line in sys.stdin:\n"
+                         "    line = line.strip()\n"
+                         "    if line == 'bye':\n"
+                         "        sys.exit(int(sys.argv[1]))\n"
+                         "    if line == 'sleep':\n"
+                         "        time.sleep(60)\n"
+                         "    print('echo', line, os.environ['TMPDIR'], os.environ.get('PT2DIFF_SERVER_TEST_KEY', '-'), flush=True)\n";
+  return path;
+}
+
+std::string read(WorkerProcess& p) {
+  std::string line;
+  EXPECT_EQ(p.read_line(line, 120, nullptr), WorkerProcess::Read::Line);
+  return line;
+}
+
+TEST(WorkerServer, ForksTheWorkerAndReportsItsEnd) {
+  testing::ScratchDir dir("worker-server");
+  const std::string script = write_script(dir);
+  auto p = start_served_worker({PT2DIFF_TEST_PYTHON, script, "3"}, PT2DIFF_STOCK_WORKER, dir.file("stderr.log"), 0,
+                               {"TMPDIR=" + dir.path()});
+  ASSERT_TRUE(p) << "no server served the worker (its log: /tmp/pt2diff-workers-UID/KEY.log)";
+  EXPECT_TRUE(p->served());
+  const pid_t server = parent_of(p->pid());
+  EXPECT_NE(server, getpid()) << "the worker is the server's child, not ours";
+  ASSERT_TRUE(p->write_line("one"));
+  EXPECT_EQ(read(*p), fmt::format("echo one {} -", dir.path()));
+  ASSERT_TRUE(p->write_line("bye"));
+  std::string line;
+  EXPECT_EQ(p->read_line(line, 60, nullptr), WorkerProcess::Read::Closed);
+  EXPECT_EQ(p->exit_description(), "exited with status 3");
+
+  // The next worker of the same key comes from the same server, with its own TMPDIR.
+  testing::ScratchDir other("worker-server");
+  auto q = start_served_worker({PT2DIFF_TEST_PYTHON, script, "0"}, PT2DIFF_STOCK_WORKER, dir.file("stderr.log"), 0,
+                               {"TMPDIR=" + other.path()});
+  ASSERT_TRUE(q);
+  EXPECT_EQ(parent_of(q->pid()), server);
+  ASSERT_TRUE(q->write_line("two"));
+  EXPECT_EQ(read(*q), fmt::format("echo two {} -", other.path()));
+
+  // Another environment (beyond TMPDIR): another server, since torch reads the environment when imported.
+  auto r = start_served_worker({PT2DIFF_TEST_PYTHON, script, "0"}, PT2DIFF_STOCK_WORKER, dir.file("stderr.log"), 0,
+                               {"TMPDIR=" + other.path(), "PT2DIFF_SERVER_TEST_KEY=1"});
+  ASSERT_TRUE(r);
+  EXPECT_NE(parent_of(r->pid()), server);
+  ASSERT_TRUE(r->write_line("three"));
+  EXPECT_EQ(read(*r), fmt::format("echo three {} 1", other.path()));
+}
+
+TEST(WorkerServer, AKilledWorkerIsReportedKilled) {
+  testing::ScratchDir dir("worker-server");
+  auto p = start_served_worker({PT2DIFF_TEST_PYTHON, write_script(dir), "0"}, PT2DIFF_STOCK_WORKER, dir.file("stderr.log"),
+                               0, {"TMPDIR=" + dir.path()});
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(p->write_line("sleep"));
+  const auto start = std::chrono::steady_clock::now();
+  p->kill();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
+  EXPECT_EQ(p->exit_description(), "killed by signal 9 (Killed)");
+}
+
+TEST(WorkerServer, OnlyPythonScriptsAreServed) {
+  testing::ScratchDir dir("worker-server");
+  EXPECT_FALSE(start_served_worker({"/bin/sh", "-c", "cat"}, PT2DIFF_STOCK_WORKER, dir.file("stderr.log"), 0, {}));
+  EXPECT_FALSE(start_served_worker({PT2DIFF_TEST_PYTHON, write_script(dir)}, "", dir.file("stderr.log"), 0, {}));
+}
+
+/// The report's JSON without what differs between any two runs: wall times.
+nlohmann::json without_times(nlohmann::json j) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end();) {
+      const std::string key = it.key();
+      if (key.size() >= 7 && key.compare(key.size() - 7, 7, "seconds") == 0) {
+        it = j.erase(it);
+      } else {
+        *it = without_times(*it);
+        ++it;
+      }
+    }
+  } else if (j.is_array()) {
+    for (auto& v : j) v = without_times(v);
+  }
+  return j;
+}
+
+TEST(WorkerServer, ADiffReportsTheSameServedOrNot) {
+  testing::ScratchDir dir("worker-server");
+  nlohmann::json reports[2];
+  for (int served : {0, 1}) {
+    const std::string json = dir.file(fmt::format("served{}.json", served));
+    // run_cli's child inherits this process's environment.
+    ASSERT_EQ(setenv("PT2DIFF_WORKER_SERVER", served ? "1" : "0", 1), 0);
+    const testing::CliResult again = testing::run_cli(fmt::format("{} {} --json {}", fixture("mlp.pt2"), fixture("mlp_inputs.pt"), json));
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    std::ifstream f(json);
+    reports[served] = without_times(nlohmann::json::parse(f));
+  }
+  unsetenv("PT2DIFF_WORKER_SERVER");
+  EXPECT_EQ(reports[0].dump(1), reports[1].dump(1));
+}
+
+}  // namespace
+}  // namespace pt2diff
