@@ -20,16 +20,19 @@ std::string from_env(const char* name) {
   return v ? v : "";
 }
 
-/// The shipped launcher (in the source tree, or installed); empty when neither is there.
-std::string stock_worker_script() {
+}  // namespace
+
+std::string stock_worker_launcher() {
   for (const char* candidate : {PT2DIFF_SOURCE_WORKER, PT2DIFF_INSTALLED_WORKER})
     if (fs::exists(candidate)) return candidate;
   return "";
 }
 
+namespace {
+
 std::string worker_script() {
   if (std::string env = from_env("PT2DIFF_WORKER"); !env.empty()) return env;
-  if (std::string stock = stock_worker_script(); !stock.empty()) return stock;
+  if (std::string stock = stock_worker_launcher(); !stock.empty()) return stock;
   throw Error(Error::Kind::Usage, fmt::format("cannot find inductor_worker.py (looked at {} and {}): set PT2DIFF_WORKER",
                                               PT2DIFF_SOURCE_WORKER, PT2DIFF_INSTALLED_WORKER));
 }
@@ -57,7 +60,7 @@ std::unique_ptr<WorkerBackend> make_inductor_worker(const Program& program, cons
   std::string name = fmt::format("{} ({})", compiler, options.device);
   for (const std::string& kv : options.inductor_config) name += " " + kv;
   return std::make_unique<WorkerBackend>(program, std::move(argv), compiler == "aoti" ? "AOTInductor worker" : "inductor worker",
-                                         name, options, stock_worker_script());
+                                         name, options, stock_worker_launcher());
 }
 
 }  // namespace pt2diff

@@ -9,10 +9,12 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <fstream>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <poll.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -64,6 +66,26 @@ fs::path socket_directory() {
   struct stat st{};
   if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) return {};
   return dir;
+}
+
+/// What a process inherits from its parent beyond the environment and the directory, and a worker started by the
+/// engine would have had from it: resource limits (a test may run pt2diff under a lower RLIMIT_DATA), umask, CPU
+/// affinity (torch sizes its thread pools by it) and nice value. Part of the key: a server serves only engines
+/// that share it.
+std::string inherited_state() {
+  std::string state;
+  for (int resource : {RLIMIT_AS, RLIMIT_CORE, RLIMIT_CPU, RLIMIT_DATA, RLIMIT_FSIZE, RLIMIT_MEMLOCK, RLIMIT_NOFILE,
+                       RLIMIT_NPROC, RLIMIT_STACK}) {
+    rlimit limit{};
+    getrlimit(resource, &limit);
+    state += fmt::format("rlimit{}={},{}\n", resource, static_cast<uint64_t>(limit.rlim_cur), static_cast<uint64_t>(limit.rlim_max));
+  }
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Umask:", 0) == 0 || line.rfind("Cpus_allowed_list:", 0) == 0) state += line + "\n";
+  errno = 0;
+  state += fmt::format("nice={}\n", getpriority(PRIO_PROCESS, 0));
+  return state;
 }
 
 enum class Asked { Served, NoServer, Stale, Failed };
@@ -194,7 +216,7 @@ bool worker_server_enabled() {
 std::unique_ptr<WorkerProcess> start_served_worker(const std::vector<std::string>& argv, const std::string& launcher,
                                                    const std::string& stderr_path, int64_t memory_limit,
                                                    const std::vector<std::string>& environment) {
-  if (argv.size() < 2 || launcher.empty() || argv[1].size() < 4 || argv[1].compare(argv[1].size() - 3, 3, ".py") != 0)
+  if (argv.size() < 2 || launcher.empty() || argv[0].find('/') == std::string::npos || argv[1].size() < 4 || argv[1].compare(argv[1].size() - 3, 3, ".py") != 0)
     return nullptr;
   const fs::path dir = socket_directory();
   if (dir.empty()) return nullptr;
@@ -211,7 +233,7 @@ std::unique_ptr<WorkerProcess> start_served_worker(const std::vector<std::string
     if (entry.rfind("TMPDIR=", 0) != 0) keyed.push_back(entry);
   }
   std::sort(keyed.begin(), keyed.end());
-  uint64_t h = fnv1a(fmt::format("{}\n{}\n{}\n{}\n", getuid(), argv[0], launcher, cwd.string()));
+  uint64_t h = fnv1a(fmt::format("{}\n{}\n{}\n{}\n{}", getuid(), argv[0], launcher, cwd.string(), inherited_state()));
   for (const std::string& entry : keyed) h = fnv1a(entry + '\0', h);
   const std::string key = fmt::format("{:016x}", h);
   const fs::path socket_path = dir / (key + ".sock");

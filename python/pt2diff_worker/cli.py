@@ -162,6 +162,8 @@ def remember_vec_isa_probes(cache_dir=None):
 def main(argv=None, prog=None):
     """Runs the Inductor worker: arguments, cache directory, libstdc++ bound first, stdout for the
     protocol, then serves requests on stdin until `shutdown` or end of input."""
+    from .server import start_afresh_if_environment_changed
+    start_afresh_if_environment_changed()  # a served worker whose script changed the environment first
     args = parse_args(argv, prog)
     if args.serve_workers:  # a server forking workers, not a worker (server.py)
         from .server import main as serve

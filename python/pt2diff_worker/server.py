@@ -33,6 +33,9 @@ import time
 #: Each request is read whole within this many seconds, or the connection is dropped.
 REQUEST_SECONDS = 10
 
+#: In a worker the server forked: (argv, environment) of its request; None in any other process.
+SERVED = None
+
 
 #: What a worker imports by the end of its first compile and run, beyond its own modules: 2,681 modules in a worker
 #: that compiled mlp against 1,122 before its `hello`; with these the child of a server imports 90 more. A name
@@ -150,10 +153,15 @@ def become_worker(request, fds, closing):
         import tempfile
         tempfile.tempdir = None  # gettempdir() reads the worker's TMPDIR again
         limit = int(request.get("rlimit_data") or 0)
-        if limit > 0:
+        if limit > 0:  # as the engine does for a worker it starts: a limit it may not set is not set
             import resource
-            resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+            try:
+                resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+            except (ValueError, OSError):
+                pass
         import runpy
+        global SERVED
+        SERVED = (list(request["argv"]), dict(request["env"]))
         script = request["argv"][1]
         sys.argv = list(request["argv"][1:])
         sys.path[0] = os.path.dirname(os.path.abspath(script))
@@ -187,6 +195,24 @@ def become_worker(request, fds, closing):
             except BaseException:
                 pass
         os._exit(code & 0xFF if code >= 0 else 1)
+
+
+def start_afresh_if_environment_changed():
+    """In a worker the server forked, when the script changed os.environ before the worker's main() (a wrapper that
+    sets TORCHINDUCTOR_FX_GRAPH_CACHE=0, then imports torch): torch and Inductor read the environment when they are
+    imported, and the server imported them under the request's. The process is then replaced (exec: the same pid,
+    descriptors and process group) by a fresh Python running the request's command in the request's environment,
+    which is what the engine would have started; a line on stderr says so. Nothing happens in any other case."""
+    if SERVED is None:
+        return
+    argv, env = SERVED
+    if dict(os.environ) == env:
+        return
+    names = sorted(k for k in set(os.environ) | set(env) if os.environ.get(k) != env.get(k))
+    print(f"pt2diff worker server: {argv[1]} changed {', '.join(names)} before the worker started: running it afresh",
+          file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os.execve(argv[0], argv, env)
 
 
 def send_line(conn, text):

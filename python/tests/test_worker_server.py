@@ -1,6 +1,7 @@
 """The worker server (pt2diff_worker.server) on its socket, without torch: a server whose imports are skipped
 forks a small script as the engine's worker would be forked, in the request's environment, directory,
-descriptors and memory limit; it reports the exit status, answers `stale` when a watched file changes, refuses
+descriptors and memory limit; a script that changes the environment before the worker starts is run afresh;
+it reports the exit status, answers `stale` when a watched file changes, refuses
 a malformed request, and ends when idle. The engine's side: tests/engine/backends/worker_server_test.cpp.
 
     python -m unittest python/tests/test_worker_server.py -v
@@ -108,6 +109,23 @@ class WorkerServerTest(unittest.TestCase):
         self.assertEqual(control.makefile().readline().strip(), f"exit {3 << 8}")  # the raw wait status
         err.seek(0)
         self.assertEqual(err.read(), "to stderr\n")
+
+    def test_a_script_that_changes_the_environment_first_is_run_afresh(self):
+        script = os.path.join(self.dir, "wrapper.py")
+        with open(script, "w") as f:
+            f.write("import os\nos.environ['TORCHINDUCTOR_FX_GRAPH_CACHE'] = '0'  # read when Inductor is imported\n"
+                    "from pt2diff_worker import server\n"
+                    "print(os.getpid(), server.SERVED is not None, flush=True)\n"
+                    "server.start_afresh_if_environment_changed()\n")
+        env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": PYTHON_DIR}
+        control, reply, stdin, stdout, err = request(self.path, [sys.executable, script], env, self.dir)
+        pid = int(reply.split()[1])
+        # Served first; then the same process (pid), exec'd afresh, is no longer a served one.
+        self.assertEqual(stdout.makefile().read().splitlines(), [f"{pid} True", f"{pid} False"])
+        self.assertEqual(control.makefile().readline().strip(), "exit 0")
+        err.seek(0)
+        self.assertIn(f"{script} changed TORCHINDUCTOR_FX_GRAPH_CACHE before the worker started: running it afresh",
+                      err.read())
 
     def test_a_killed_worker_is_reported_killed(self):
         env = {"PATH": os.environ.get("PATH", "")}

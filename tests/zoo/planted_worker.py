@@ -30,10 +30,14 @@ import sys
 PLANT = os.environ.get("PT2DIFF_PLANT", "matmul")
 SCALE_KEY = "-".join(os.environ.get(k, "") for k in ("PT2DIFF_PLANT_OPS", "PT2DIFF_PLANT_DTYPE", "PT2DIFF_PLANT_ERROR",
                                                      "PT2DIFF_PLANT_INPUT_SHAPE")).replace(",", "x") if PLANT == "scale" else ""
-os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
-os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
 import torch  # noqa: E402
+import torch._functorch.config  # noqa: E402
 from torch._inductor import config  # noqa: E402
+
+# No graph compiled without the bug is reused: the FX graph and AOTAutograd caches off, in the config (an
+# environment variable set here would be read too late in a worker forked by a worker server: docs/worker-protocol.md).
+config.fx_graph_cache = False
+torch._functorch.config.enable_autograd_cache = False
 from torch._inductor.custom_graph_pass import CustomGraphPass  # noqa: E402
 
 aten, prims = torch.ops.aten, torch.ops.prims

@@ -15,14 +15,19 @@ import os
 import runpy
 import sys
 
-os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
-os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import planted_lowering  # noqa: E402
 
 sys.path.pop(0)
 
 planted_lowering.plant()
+# No graph compiled without the bug is reused: the FX graph and AOTAutograd caches off, in the config (an
+# environment variable set here would be read too late in a worker forked by a worker server: docs/worker-protocol.md).
+import torch._functorch.config  # noqa: E402
+import torch._inductor.config  # noqa: E402
+
+torch._inductor.config.fx_graph_cache = False
+torch._functorch.config.enable_autograd_cache = False
 worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "engine", "backends", "inductor_worker.py")
 sys.argv = [worker] + sys.argv[1:]
 runpy.run_path(worker, run_name="__main__")
