@@ -230,7 +230,10 @@ std::unique_ptr<WorkerProcess> start_served_worker(const std::vector<std::string
     const size_t eq = entry.find('=');
     if (eq == std::string::npos) continue;
     variables[entry.substr(0, eq)] = entry.substr(eq + 1);
-    if (entry.rfind("TMPDIR=", 0) != 0) keyed.push_back(entry);
+    // Not in the key: TMPDIR (the engine's scratch directory for each worker) and a shell's bookkeeping, which
+    // nothing reads on import (the directory itself is in the key).
+    const std::string name = entry.substr(0, eq);
+    if (name != "TMPDIR" && name != "PWD" && name != "OLDPWD" && name != "SHLVL" && name != "_") keyed.push_back(entry);
   }
   std::sort(keyed.begin(), keyed.end());
   uint64_t h = fnv1a(fmt::format("{}\n{}\n{}\n{}\n{}", getuid(), argv[0], launcher, cwd.string(), inherited_state()));

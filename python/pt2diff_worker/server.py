@@ -20,6 +20,8 @@ The socket protocol (a Unix stream socket, one connection per worker):
                     three file descriptors (SCM_RIGHTS): the worker's stdin, stdout and stderr
   server -> engine  "pid N" (the worker, in a process group of its own) | "stale" | "error TEXT"
   server -> engine  "exit STATUS" when the worker has ended (STATUS: the raw wait status), then EOF
+  engine closes     the worker's process group is killed: a served worker never outlives its engine (a batch
+                    that kills a hung case's session, an engine killed by a signal)
 """
 import array
 import json
@@ -252,7 +254,20 @@ def serve_forever(path, idle_seconds, ready_fd=None, imports=preload, watched=No
     stale = False
     try:
         while True:
-            for _ in selector.select(timeout=0.2):
+            for key, _ in selector.select(timeout=0.2):
+                if key.data is not None:  # an engine's connection: it closed it (it ended, or was killed)
+                    worker = key.data
+                    try:
+                        if not key.fileobj.recv(256):
+                            selector.unregister(key.fileobj)
+                            if worker in workers:  # a served worker never outlives its engine
+                                try:
+                                    os.killpg(worker, signal.SIGKILL)
+                                except OSError:
+                                    pass
+                    except OSError:
+                        selector.unregister(key.fileobj)
+                    continue
                 try:
                     conn, _ = listener.accept()
                 except BlockingIOError:
@@ -289,6 +304,7 @@ def serve_forever(path, idle_seconds, ready_fd=None, imports=preload, watched=No
                 except OSError:
                     pass
                 workers[pid] = conn
+                selector.register(conn, selectors.EVENT_READ, data=pid)
                 send_line(conn, f"pid {pid}")
             while workers:
                 try:
@@ -299,6 +315,10 @@ def serve_forever(path, idle_seconds, ready_fd=None, imports=preload, watched=No
                     break
                 conn = workers.pop(pid, None)
                 if conn is not None:
+                    try:
+                        selector.unregister(conn)
+                    except (KeyError, ValueError):
+                        pass
                     send_line(conn, f"exit {status}")
                     conn.close()
                 last = time.monotonic()

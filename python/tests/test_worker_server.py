@@ -1,7 +1,7 @@
 """The worker server (pt2diff_worker.server) on its socket, without torch: a server whose imports are skipped
 forks a small script as the engine's worker would be forked, in the request's environment, directory,
 descriptors and memory limit; a script that changes the environment before the worker starts is run afresh;
-it reports the exit status, answers `stale` when a watched file changes, refuses
+it reports the exit status, kills the worker when its engine goes away, answers `stale` when a watched file changes, refuses
 a malformed request, and ends when idle. The engine's side: tests/engine/backends/worker_server_test.cpp.
 
     python -m unittest python/tests/test_worker_server.py -v
@@ -50,6 +50,15 @@ def start_server(directory, idle, watched):
     with os.fdopen(read) as ready:
         assert ready.readline() == "ready\n"
     return proc, path
+
+
+def alive(pid):
+    """Whether `pid` runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 OPENED = []  # sockets and files the tests opened, closed after each test
@@ -136,6 +145,22 @@ class WorkerServerTest(unittest.TestCase):
         pid = int(reply.split()[1])
         os.killpg(pid, 9)  # the engine kills the worker's process group
         self.assertEqual(control.makefile().readline().strip(), "exit 9")
+
+    def test_a_worker_ends_with_its_engine(self):
+        sleeper = os.path.join(self.dir, "sleeper.py")
+        with open(sleeper, "w") as f:
+            f.write("import subprocess, sys, time\n"
+                    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+                    "print(child.pid, flush=True)\ntime.sleep(60)\n")
+        control, reply, stdin, stdout, err = request(self.path, [sys.executable, sleeper],
+                                                     {"PATH": os.environ.get("PATH", "")}, self.dir)
+        pids = [int(reply.split()[1]), int(stdout.makefile().readline())]
+        control.close()  # the engine ended: it was killed, say, with the session a batch kills past --case-timeout
+        deadline = time.monotonic() + 10
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual([p for p in pids if alive(p)], [], "the worker and its child are killed")
+        self.assertIsNone(self.proc.poll())
 
     def test_a_changed_file_makes_the_server_stale_and_it_ends(self):
         time.sleep(0.01)
