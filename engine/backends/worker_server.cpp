@@ -78,6 +78,8 @@ std::string inherited_state() {
                        RLIMIT_NPROC, RLIMIT_STACK}) {
     rlimit limit{};
     getrlimit(resource, &limit);
+    // RLIMIT_DATA's soft limit is the request's (the CLI sets its own from the memory available when it starts).
+    if (resource == RLIMIT_DATA) limit.rlim_cur = 0;
     state += fmt::format("rlimit{}={},{}\n", resource, static_cast<uint64_t>(limit.rlim_cur), static_cast<uint64_t>(limit.rlim_max));
   }
   std::ifstream status("/proc/self/status");
@@ -240,8 +242,14 @@ std::unique_ptr<WorkerProcess> start_served_worker(const std::vector<std::string
   for (const std::string& entry : keyed) h = fnv1a(entry + '\0', h);
   const std::string key = fmt::format("{:016x}", h);
   const fs::path socket_path = dir / (key + ".sock");
+  // The worker's RLIMIT_DATA: `memory_limit` (soft and hard) as WorkerProcess sets it, else this process's own.
+  rlimit data{};
+  getrlimit(RLIMIT_DATA, &data);
+  const json limit = memory_limit > 0 ? json::array({memory_limit, memory_limit})
+                                      : json::array({data.rlim_cur == RLIM_INFINITY ? -1 : static_cast<int64_t>(data.rlim_cur),
+                                                     data.rlim_max == RLIM_INFINITY ? -1 : static_cast<int64_t>(data.rlim_max)});
   const std::string request =
-      json{{"argv", argv}, {"env", variables}, {"cwd", cwd.string()}, {"rlimit_data", memory_limit}}.dump() + "\n";
+      json{{"argv", argv}, {"env", variables}, {"cwd", cwd.string()}, {"rlimit_data", limit}}.dump() + "\n";
 
   std::unique_ptr<WorkerProcess> process;
   Asked asked = ask(socket_path, request, stderr_path, process);

@@ -112,7 +112,9 @@ void cap_own_memory(int64_t max_memory) {
   const rlim_t cap = static_cast<rlim_t>(held_kib * 1024 + limit);
   rlimit current{};
   if (getrlimit(RLIMIT_DATA, &current) == 0 && current.rlim_cur != RLIM_INFINITY && current.rlim_cur < cap) return;  // tighter already
-  const rlimit wanted{cap, current.rlim_max == RLIM_INFINITY || current.rlim_max >= cap ? cap : current.rlim_max};
+  // The soft limit only: the hard one stays what this process was given, which workers inherit from a worker
+  // server as from this process (worker_server.cpp keys servers by it; each worker gets its own cap).
+  const rlimit wanted{current.rlim_max == RLIM_INFINITY || current.rlim_max >= cap ? cap : current.rlim_max, current.rlim_max};
   setrlimit(RLIMIT_DATA, &wanted);
 }
 

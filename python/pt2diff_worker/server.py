@@ -16,7 +16,7 @@ workers, and when a module it imported has changed on disk (it answers `stale` a
 gets a new server).
 
 The socket protocol (a Unix stream socket, one connection per worker):
-  engine -> server  one JSON line {"argv": [...], "env": {...}, "cwd": "...", "rlimit_data": N}, sent with
+  engine -> server  one JSON line {"argv": [...], "env": {...}, "cwd": "...", "rlimit_data": [SOFT, HARD]}, sent with
                     three file descriptors (SCM_RIGHTS): the worker's stdin, stdout and stderr
   server -> engine  "pid N" (the worker, in a process group of its own) | "stale" | "error TEXT"
   server -> engine  "exit STATUS" when the worker has ended (STATUS: the raw wait status), then EOF
@@ -154,11 +154,13 @@ def become_worker(request, fds, closing):
         os.environ.update(request["env"])
         import tempfile
         tempfile.tempdir = None  # gettempdir() reads the worker's TMPDIR again
-        limit = int(request.get("rlimit_data") or 0)
-        if limit > 0:  # as the engine does for a worker it starts: a limit it may not set is not set
+        limit = request.get("rlimit_data") or 0  # N (soft and hard), or [soft, hard] with -1 for unlimited
+        soft, hard = (limit, limit) if isinstance(limit, int) else limit
+        if isinstance(limit, list) or limit > 0:  # as the engine sets it for a worker it starts
             import resource
+            unlimited = resource.RLIM_INFINITY
             try:
-                resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+                resource.setrlimit(resource.RLIMIT_DATA, (unlimited if soft < 0 else soft, unlimited if hard < 0 else hard))
             except (ValueError, OSError):
                 pass
         import runpy
