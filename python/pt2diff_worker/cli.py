@@ -9,6 +9,8 @@ import json
 import os
 import sys
 
+from .native import bind_libstdcxx_first  # noqa: F401  (used by main; here since the worker began)
+
 DESCRIPTION = ("pt2diff's Inductor worker: compiles regions of a torch.export archive with Inductor (torch.compile, "
                "or AOTInductor with --compiler aoti) and runs them.")
 DEFAULT_CACHE_DIR = os.path.join("~", ".cache", "pt2diff", "inductor")
@@ -68,23 +70,6 @@ def setup_environment(cache_dir, environ=None):
         del environ["TORCHINDUCTOR_CACHE_DIR"]
     return environ.setdefault("TORCHINDUCTOR_CACHE_DIR",
                               inductor_cache_dir(cache_dir, environ.get("ATEN_CPU_CAPABILITY", "")))
-
-
-def bind_libstdcxx_first():
-    """Loads libstdc++ into the process's global symbol scope, ahead of torch's libraries; returns whether
-    it could. Must run before torch is imported.
-
-    torch 2.11's CUDA wheel ships a libtorch.so that exports 64 `std::filesystem` functions without
-    depending on libstdc++; one of them (`remove_all`) calls an address that is never resolved. Whatever
-    binds to libtorch.so's copy crashes: `torch._inductor.aoti_load_package` segfaults on every package
-    (measured on an H200, 2.11.0+cu130: SIGSEGV in _load_aoti; with this, the same package loads and
-    runs). The engine's binary gets the same fix from its link order (docs/building.md)."""
-    import ctypes
-    try:
-        ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
-    except OSError:
-        return False
-    return True
 
 
 def keep_precompiled_headers_in_cache(cache_dir=None):

@@ -60,7 +60,7 @@ def preload():
     WORKER_MODULES). Nothing is compiled or run, no thread is started and no CUDA is initialized: a forked
     child could use neither."""
     import importlib
-    from .cli import bind_libstdcxx_first
+    from .native import bind_libstdcxx_first
     bind_libstdcxx_first()
     import faulthandler  # noqa: F401
     from . import protocol  # noqa: F401
