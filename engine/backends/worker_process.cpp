@@ -173,8 +173,8 @@ void WorkerProcess::kill() {
   if (pid_ <= 0 || reaped_) return;
   ::kill(-pid_, SIGKILL);
   ::kill(pid_, SIGKILL);
-  if (served()) {
-    await_exit_report(10);
+  if (served()) {  // the server reaps it and reports; no report within 10 s: its status is unknown
+    if (!await_exit_report(10)) lost_status_ = true;
     reaped_ = true;
     return;
   }
@@ -185,7 +185,7 @@ void WorkerProcess::kill() {
 
 std::string WorkerProcess::exit_description() {
   if (served() && !reaped_ && !await_exit_report(1)) return "running";
-  if (lost_status_) return "ended; its status was lost with the worker server";
+  if (lost_status_) return "ended; the worker server reported no status";
   if (!reaped_) {
     pid_t r = waitpid(pid_, &status_, WNOHANG);
     if (r == 0) {
