@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the set-up's and the test command's time goes (issue 30; the tables in docs/testing.md).
 
-    python3 bench/test_time.py BUILD_DIR [--top N]
+    python3 bench/test_time.py BUILD_DIR [--top N] [--costs FILE]
 
 Reads what a run of scripts/test.sh leaves behind, nothing else (it runs nothing):
 - BUILD_DIR/phases.tsv: each phase of setup.sh and test.sh (apt, venv, configure, build, ctest, fuzz,
@@ -10,6 +10,9 @@ Reads what a run of scripts/test.sh leaves behind, nothing else (it runs nothing
   target (the `CMakeFiles/TARGET.dir/` of its path), with the slowest objects;
 - BUILD_DIR/ctest.xml (and BUILD_DIR-sanitize/ctest.xml): ctest's JUnit file (test.sh passes
   --output-junit): each test's seconds and labels, summed per label, with the slowest tests.
+
+With --costs FILE it also writes BUILD_DIR/ctest.xml's tests of 10 s or more in ctest's cost format (name,
+runs, seconds; longest first), as tests/ctest_costs.txt holds them: run it on a cold run's build tree.
 
 Prints markdown tables. Only the last build of each object counts (.ninja_log keeps one line per output and
 run; a rebuild of an object replaces its earlier time). Times of a parallel build and of `ctest -j2` are
@@ -86,6 +89,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("build")
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--costs", metavar="FILE", help="write the tests of 10 s or more in ctest's cost format")
     a = ap.parse_args()
     builds = [b for b in (a.build, a.build.rstrip("/") + "-sanitize") if os.path.isdir(b)]
 
@@ -126,6 +130,11 @@ def main():
         for name, seconds, labels, status in sorted(tests, key=lambda t: -t[1])[:a.top]:
             print(f"| {name} | {';'.join(labels)} | {seconds:.0f} |")
         print()
+    if a.costs:
+        tests = sorted(junit(a.build), key=lambda t: -t[1])
+        with open(a.costs, "w") as f:
+            f.writelines(f"{name} 1 {seconds:.1f}\n" for name, seconds, _, _ in tests if seconds >= 10)
+        print(f"{a.costs}: {sum(t[1] >= 10 for t in tests)} tests of 10 s or more", file=sys.stderr)
     if not rows and not builds:
         print(f"test_time.py: nothing measured under {a.build} (run scripts/test.sh first)", file=sys.stderr)
         return 1

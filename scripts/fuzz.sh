@@ -6,6 +6,8 @@
 #                                           each target for a fixed number of inputs from a fixed seed
 #   scripts/fuzz.sh --seconds 3600 [TARGET...]   a campaign: TARGET (archive_fuzzer, inputs_fuzzer,
 #                                           sources_fuzzer) or all three; the log's coverage curve at the end
+#   scripts/fuzz.sh --build-only            install clang if needed and build the targets, run nothing
+#                                           (scripts/test.sh does this beside ctest, at low priority)
 #
 # Builds tests/fuzz/ with clang in $BUILD-fuzz. Corpora start from the fixtures; what a campaign finds
 # (new coverage) stays in $BUILD-fuzz/corpus/TARGET, crashes in $BUILD-fuzz/artifacts/TARGET: copy a
@@ -21,13 +23,15 @@ PYTHON=${PT2DIFF_PYTHON:-$VENV/bin/python}
 export CCACHE_DIR=${CCACHE_DIR:-$PT2DIFF_HOME/ccache}
 RUNS=""  # per target below: about a minute each on 2 cores
 SECONDS_LIMIT=""
+BUILD_ONLY=0
 targets=()
 while (($#)); do
   case "$1" in
     --runs) RUNS=$2; shift ;;
     --seconds) SECONDS_LIMIT=$2; shift ;;
+    --build-only) BUILD_ONLY=1 ;;
     archive_fuzzer|inputs_fuzzer|sources_fuzzer) targets+=("$1") ;;
-    *) echo "fuzz.sh: unknown argument '$1' (--runs N, --seconds S, archive_fuzzer, inputs_fuzzer, sources_fuzzer)" >&2; exit 2 ;;
+    *) echo "fuzz.sh: unknown argument '$1' (--runs N, --seconds S, --build-only, archive_fuzzer, inputs_fuzzer, sources_fuzzer)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -52,6 +56,7 @@ if ((${#native[@]})); then
   say "building the fuzz targets"
   cmake --build "$FUZZ" --target "${native[@]}"
 fi
+((BUILD_ONLY)) && exit 0
 if [[ " ${targets[*]} " == *" sources_fuzzer "* ]] && ! "$PYTHON" -c "import atheris, jsonschema" 2>/dev/null; then
   say "adding atheris (the Python fuzzer) to $("$PYTHON" -c 'import sys; print(sys.prefix)')"
   "$PYTHON" -m pip install -q --disable-pip-version-check atheris jsonschema

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up pt2diff if needed, builds everything and runs every test with ctest; then rebuilds the
-# loader tests under AddressSanitizer + UndefinedBehaviorSanitizer and runs them too.
+# Sets up pt2diff if needed, builds everything and runs every test with ctest; builds the loader tests again
+# under AddressSanitizer + UndefinedBehaviorSanitizer (scripts/sanitize.sh) and the libFuzzer targets
+# (scripts/fuzz.sh) beside ctest at low priority, then runs the sanitizer tests beside the short fuzz run.
 #
 #   scripts/test.sh                 all of it
 #   PT2DIFF_SKIP_SANITIZE=1 scripts/test.sh   skip the sanitizer build (faster local loop)
@@ -54,30 +55,64 @@ fi
 if [[ -z "${PT2DIFF_PYTHON:-}" ]] && ! "$PYTHON" -c "import pytest" 2>/dev/null; then
   "$PYTHON" -m pip install -q --disable-pip-version-check pytest
 fi
-phase "test: the test extras (ray, pytest)"
+# atheris (the Python fuzzer of the batch's corpus sources) now rather than in the fuzz run: nothing is
+# installed into the venv while the tests use it.
+FUZZ=1 SANITIZE=1
+[[ "${PT2DIFF_SKIP_FUZZ:-0}" == 1 ]] && FUZZ=0
+[[ "${PT2DIFF_SKIP_SANITIZE:-0}" == 1 ]] && SANITIZE=0
+if ((FUZZ)) && [[ -z "${PT2DIFF_PYTHON:-}" ]] && ! "$PYTHON" -c "import atheris" 2>/dev/null; then
+  "$PYTHON" -m pip install -q --disable-pip-version-check atheris || echo "test.sh: could not install atheris: the fuzz run installs it" >&2
+fi
+phase "test: the test extras (ray, pytest, atheris)"
 cmake --build "$BUILD"
 phase "test: build the tests and benchmarks"
-(cd "$BUILD" && ctest --output-on-failure -j2 --output-junit ctest.xml)
-phase "test: ctest"
-# The archive loader and the inputs reader under libFuzzer: the kept crashes, then a fixed short run.
-[[ "${PT2DIFF_SKIP_FUZZ:-0}" == 1 ]] || { "$ROOT/scripts/fuzz.sh"; phase "test: fuzz (clang build and run)"; }
 
-if [[ "${PT2DIFF_SKIP_SANITIZE:-0}" != 1 ]]; then
-  ASAN_BUILD="$BUILD-sanitize"
-  if [[ ! -f "$ASAN_BUILD/build.ninja" ]]; then
-    # Line tables only (-g1), as the main build: ASan and UBSan reports keep file:line, and full -g about
-    # doubles the compile time of the template-heavy files (this build is a large part of the test command).
-    # clang when it is there (scripts/fuzz.sh installs it): at -O0 with ASan and UBSan it compiles the engine's
-    # files 1.6-1.8x faster than GCC (docs/testing.md); its sanitizers are the same ones.
-    sanitizer_cxx=()
-    command -v clang++ >/dev/null && sanitizer_cxx=(-DCMAKE_CXX_COMPILER=clang++)
-    cmake -S "$ROOT" -B "$ASAN_BUILD" -G Ninja "${sanitizer_cxx[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" \
-          -DPT2DIFF_SANITIZE=ON -DPT2DIFF_BUILD_BENCH=OFF -DPT2DIFF_PYTHON="$PYTHON" >/dev/null
-  fi
-  cmake --build "$ASAN_BUILD" --target loader_tests pt2diff_cli
-  phase "test: sanitizer build"
-  # libtorch is not built with ASan: its allocations at exit are reported as leaks we cannot fix.
-  export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  (cd "$ASAN_BUILD" && ctest --output-on-failure -j2 -L sanitize --output-junit ctest.xml)
-  phase "test: sanitizer ctest"
+# The fuzz targets' clang build (scripts/fuzz.sh) and the sanitizer build (scripts/sanitize.sh) need nothing
+# ctest makes: they build beside it at nice 19, on the CPU time its tests leave (tests waiting on sleeps,
+# timeouts, a Ray cluster, one test running alone at the end), and cost the tests about 1.5% of a core where
+# both are busy. Their output goes to $BUILD/checks-build.log, shown when they fail.
+checks_log=$BUILD/checks-build.log
+checks_pid=""
+if ((FUZZ || SANITIZE)); then
+  # setsid: a process group of their own, ended with the script however it ends.
+  setsid nice -n 19 bash -c '
+    if (($1)); then "$0/scripts/fuzz.sh" --build-only || exit 1; fi
+    if (($2)); then "$0/scripts/sanitize.sh" --build-only || exit 1; fi' "$ROOT" "$FUZZ" "$SANITIZE" > "$checks_log" 2>&1 &
+  checks_pid=$!
+  trap '[[ -n "$checks_pid" ]] && kill -- "-$checks_pid" 2>/dev/null; true' EXIT
 fi
+(cd "$BUILD" && ctest --output-on-failure -j2 --output-junit ctest.xml)
+phase "test: ctest (the fuzz and sanitizer builds beside it at nice 19)"
+if [[ -n "$checks_pid" ]]; then
+  if ! wait "$checks_pid"; then
+    checks_pid=""
+    tail -n 60 "$checks_log"
+    echo "test.sh: the fuzz or sanitizer build failed (above; all of it in $checks_log)" >&2
+    exit 1
+  fi
+  checks_pid=""
+  grep -E '^==> ' "$checks_log" || true
+  phase "test: the rest of the fuzz and sanitizer builds"
+fi
+
+# The short fuzz run (one single-threaded process per target, the archive fuzzer longest) beside the
+# sanitizer tests: the core the fuzzers leave runs ctest. Its output follows the sanitizer tests'.
+fuzz_log=$BUILD/fuzz-run.log
+fuzz_pid=""
+if ((FUZZ)); then
+  "$ROOT/scripts/fuzz.sh" > "$fuzz_log" 2>&1 &
+  fuzz_pid=$!
+fi
+sanitize_rc=0
+if ((SANITIZE)); then
+  "$ROOT/scripts/sanitize.sh" || sanitize_rc=$?
+  phase "test: sanitizer ctest (the fuzz run beside it)"
+fi
+if [[ -n "$fuzz_pid" ]]; then
+  fuzz_rc=0
+  wait "$fuzz_pid" || fuzz_rc=$?
+  cat "$fuzz_log"
+  phase "test: the rest of the fuzz run"
+  ((fuzz_rc == 0)) || { echo "test.sh: the fuzz run failed (above)" >&2; exit 1; }
+fi
+((sanitize_rc == 0)) || { echo "test.sh: the sanitizer tests failed (above)" >&2; exit 1; }
