@@ -23,6 +23,7 @@ class WorkerBackend final : public Backend {
   /// Sends RegionSpec::eager; a compile reply without "eager" (a worker that does not leave nodes eager)
   /// is refused as Unusable rather than read as a compile of the whole region.
   bool leaves_eager() const override { return true; }
+  bool compiles_apart() const override { return true; }
   double startup_seconds() const override;
   std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override;
   /// Compiles in this worker with `options`' inductor_config, matmul_precision and no_tf32 (the compile

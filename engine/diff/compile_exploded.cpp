@@ -8,12 +8,8 @@
 
 namespace pt2diff {
 
-void compile_exploded(RunState& s) {
+ExplodedCompile exploded_request(const RunState& s) {
   const Graph& g = s.program.ir.graph;
-  DiffResult& r = s.result;
-  // A worker that hung, died twice or cannot run here at all is not asked again.
-  const bool worker_lost = !r.compiles.empty() && r.compiles.back().failure && loses_compiler(*r.compiles.back().failure);
-  if (!s.exploded || worker_lost || g.nodes().empty()) return;
   std::vector<NodeId> all;
   for (const Node& n : g.nodes()) all.push_back(n.id);
   RegionSpec ops = RegionSpec::exploded_ops(g, all);
@@ -28,14 +24,39 @@ void compile_exploded(RunState& s) {
     return (value.users.empty() && !value.is_graph_output) || eager.isNone() ||
            (eager.isTensor() && !eager.toTensor().defined());
   });
-  std::vector<c10::IValue> ops_inputs;
-  for (ValueId v : ops.inputs) ops_inputs.push_back(s.reference.rounded[static_cast<size_t>(v)]);
-  auto local = compile_and_run(s.backend, ops, ops_inputs, "exploded", r);
-  if (!local) return;
+  ExplodedCompile x;
+  for (ValueId v : ops.inputs) x.inputs.push_back(s.reference.rounded[static_cast<size_t>(v)]);
+  x.ops = std::move(ops);
+  return x;
+}
+
+void compile_exploded(RunState& s) {
+  const Graph& g = s.program.ir.graph;
+  DiffResult& r = s.result;
+  // Run ahead on a second worker (compile_ahead.h): taken here, so that its compiles entry comes where it
+  // would have without, and the second worker ends.
+  std::optional<ExplodedCompile> ahead = std::move(s.exploded_ahead);
+  s.exploded_ahead.reset();
+  s.exploded_backend.reset();
+  // A worker that hung, died twice or cannot run here at all is not asked again.
+  const bool worker_lost = !r.compiles.empty() && r.compiles.back().failure && loses_compiler(*r.compiles.back().failure);
+  if (!s.exploded || worker_lost || g.nodes().empty()) return;
+  ExplodedCompile x;
+  if (ahead) {
+    x = std::move(*ahead);
+    for (CompileRecord& rec : x.record.compiles) r.compiles.push_back(std::move(rec));
+    r.compiled_failed = r.compiled_failed || x.record.compiled_failed;
+  } else {
+    x = exploded_request(s);
+    x.outputs = compile_and_run(s.backend, x.ops, x.inputs, "exploded", r);
+  }
+  if (!x.outputs) return;
+  const RegionSpec& ops = x.ops;
+  const std::vector<c10::IValue>& local = *x.outputs;
   // The eager local results of the same ops on the same inputs: the rule's "eager" per op.
-  const std::vector<c10::IValue> eager_local = s.interpreter.run_region(ops, ops_inputs);
+  const std::vector<c10::IValue> eager_local = s.interpreter.run_region(ops, x.inputs);
   std::unordered_map<std::string, std::pair<const c10::IValue*, const c10::IValue*>> by_name;
-  for (size_t i = 0; i < ops.outputs.size(); ++i) by_name[g.value(ops.outputs[i]).name] = {&(*local)[i], &eager_local[i]};
+  for (size_t i = 0; i < ops.outputs.size(); ++i) by_name[g.value(ops.outputs[i]).name] = {&local[i], &eager_local[i]};
   for (size_t k = 0; k < r.nodes.size(); ++k) {  // r.nodes[k] is g.nodes()[k]
     NodeError& ne = r.nodes[k];
     const auto ulp_dtype = working_dtype(g, g.nodes()[k]);

@@ -1,5 +1,6 @@
 // engine/diff/compile_graph.cpp — stage compile_graph: the whole graph through the compiler, fed the
-// same inputs as eager; and compile_and_run, which every compile of the pipeline goes through.
+// same inputs as eager (or the compile started ahead, compile_ahead.h, waited for); and compile_and_run,
+// which every compile of the pipeline goes through.
 #include <chrono>
 #include <fmt/format.h>
 
@@ -31,6 +32,14 @@ std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const 
 }
 
 void compile_graph(RunState& s) {
+  if (s.graph_ahead.valid()) {
+    s.graph_ahead.get();  // started after plan_run (compile_ahead.h); rethrows what its thread threw
+    return;
+  }
+  compile_whole_graph(s);
+}
+
+void compile_whole_graph(RunState& s) {
   s.whole = RegionSpec::whole_graph(s.program.ir);
   // The kernel map: the compiled code's own buffers, from this compile and run (judge_kernels).
   s.whole.observe = s.options.kernel_map && s.keep && s.backend.observes();

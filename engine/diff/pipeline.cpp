@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "engine/diff/compile_ahead.h"
 #include "engine/diff/stages.h"
 #include "engine/execution/device_memory.h"
 #include "engine/execution/math_settings.h"
@@ -59,11 +60,17 @@ std::unique_ptr<Backend> backend_for_run(const Program& program, const DiffOptio
 namespace {
 
 DiffResult run_diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend,
-                    std::shared_ptr<std::string> step) {
+                    std::shared_ptr<std::string> step, bool owns_backend) {
   const auto start = std::chrono::steady_clock::now();
   RunState state(program, inputs, options, backend, std::move(step));
+  state.owns_backend = owns_backend;
   const MathSettingsScope math(options.backend);  // the user's TF32 / matmul precision, for the eager runs too
-  for (Stage stage : kDiffStages) stage(state);
+  for (Stage stage : kDiffStages) {
+    stage(state);
+    // DiffOptions::overlap: the compiles that need no more than this stage gave them start now (compile_ahead.h).
+    if (stage == plan_run) start_graph_compile(state);
+    if (stage == run_references) compile_exploded_ahead(state);
+  }
   state.result.devices.peak_gpu_bytes = gpu_peak_bytes(parse_device(state.result.devices.native));
   state.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return std::move(state.result);
@@ -87,11 +94,11 @@ DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOpt
   // Progress lines during localization say which probe a compile belongs to.
   auto step = std::make_shared<std::string>();
   std::unique_ptr<Backend> backend = backend_for_run(program, options, step);
-  return run_diff(program, inputs, options, *backend, step);
+  return run_diff(program, inputs, options, *backend, step, true);
 }
 
 DiffResult diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend) {
-  return run_diff(program, inputs, options, backend, std::make_shared<std::string>());
+  return run_diff(program, inputs, options, backend, std::make_shared<std::string>(), false);
 }
 
 std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, const std::string& first, const DiffOptions& options,

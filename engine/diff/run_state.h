@@ -2,6 +2,8 @@
 // given, what each stage adds, and the DiffResult being built. One run, one state, built in order.
 #pragma once
 
+#include <atomic>
+#include <future>
 #include <memory>
 #include <optional>
 #include <set>
@@ -18,6 +20,16 @@
 namespace pt2diff {
 
 struct RegionJob;
+
+/// The exploded compile (compile_exploded): every op alone, fed the kept fp64 values of its inputs rounded to
+/// their dtypes. When it ran ahead on a second worker (compile_ahead.h), `record` holds how it went, for
+/// compile_exploded to append in its own place.
+struct ExplodedCompile {
+  RegionSpec ops;
+  std::vector<c10::IValue> inputs;                   ///< one per ops.inputs entry
+  std::optional<std::vector<c10::IValue>> outputs;  ///< one per ops.outputs entry; nullopt when the compiler failed
+  DiffResult record;                                 ///< its compiles entry and compiled_failed
+};
 
 struct RunState {
   RunState(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend,
@@ -60,6 +72,13 @@ struct RunState {
 
   DiffResult result;
 
+  // compile_ahead.h (DiffOptions::overlap): the compiles started before their stages, taken by them.
+  bool owns_backend = false;                   ///< `backend` is diff()'s own, made for this run
+  std::unique_ptr<Backend> exploded_backend;   ///< the second worker of the exploded compile ahead
+  std::optional<ExplodedCompile> exploded_ahead;
+  std::atomic<bool> graph_compiling{false};    ///< the whole graph's compile ahead is under way (progress lines)
+  std::future<void> graph_ahead;               ///< last: waited for (destroyed) before what its thread writes
+
   /// The job whose graph the culprit names: the region's when localize_in_region went inside one (its own
   /// culprit_job(), for a region inside that), else this one. Its localization is the culprit as found
   /// there; the repro and the hints are made from it.
@@ -80,6 +99,11 @@ inline RunState& RunState::culprit_job() { return region_job ? region_job->state
 /// The precision a node works in: the coarsest floating dtype among its tensor inputs and outputs
 /// (fewest mantissa bits). ULPs in it make a bf16 → fp32 cast score like the bf16 value it carries.
 std::optional<at::ScalarType> working_dtype(const Graph& g, const Node& n);
+
+/// compile_graph's work: the whole graph compiled and run (whole, whole_inputs, compiled, observed, compiles[0]).
+void compile_whole_graph(RunState& s);
+/// The exploded compile's region and inputs (outputs not yet computed).
+ExplodedCompile exploded_request(const RunState& s);
 
 /// Compiles and runs one region, recording how it went in `result.compiles`; nullopt when the backend
 /// failed (and `result.compiled_failed` is set). With `kernel_map` and RegionSpec::observe, the run's

@@ -86,6 +86,13 @@ std::vector<OptionSpec> make_table() {
                      "Inductor cache directory (default: ~/.cache/pt2diff/inductor)"},
                     [](DiffOptions& o) -> std::string& { return o.backend.inductor_cache_dir; }, "/tmp/inductor-cache"));
   t.back().written = false;  // where compiled code is kept changes no verdict
+  t.push_back(field({"--overlap", "overlap", kDiffSweep, K::Text,
+                     "compile while the engine computes: the whole graph beside the reference runs, every op alone (the exploded "
+                     "compile) on a second worker beside it; auto: where the machine has 4 or more CPUs, or the compiler targets a "
+                     "GPU; the report is the same either way",
+                     {"auto", "on", "off"}},
+                    [](DiffOptions& o) -> std::string& { return o.overlap; }, "off"));
+  t.back().written = false;  // when compiles run changes no verdict
   // --- loading and feeding the graph ------------------------------------------------------------------
   t.push_back(field({"--load-library", nullptr, kAllAndInspect, K::Texts,
                      "a shared library registering custom ops (TORCH_LIBRARY), loaded first here and in the compiler's worker; "

@@ -98,6 +98,13 @@ struct DiffOptions {
   /// The GPU memory the engine's runs may hold, in bytes: 0, what the GPU has free when the run starts;
   /// negative, no limit. A cap makes "auto" put the fp64 run on the CPU sooner.
   int64_t gpu_memory = 0;
+  /// Compile while the engine computes (diff(), sweep()): the whole graph's compile in a second thread beside the
+  /// eager and fp64 runs, and the exploded compile on a second worker beside the whole graph's. "on", "off", or
+  /// "auto": on where the machine has 4 or more CPUs or the compiler targets a GPU, off on fewer CPUs, where the
+  /// compiles would take the cores the runs need. The result is the same either way (but for its timings);
+  /// BackendOptions::on_wait is then called from the compile's thread, never from two at once. Only with the
+  /// backend diff() makes itself, a compiler in a worker process, and a graph that mutates none of its inputs.
+  std::string overlap = "auto";
 };
 
 /// The flags of `pt2diff GRAPH INPUTS` that run the CLI with `options` again: every option that differs

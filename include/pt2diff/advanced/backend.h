@@ -88,6 +88,9 @@ class Backend {
   virtual bool observes() const { return false; }
   /// Whether compile() honors RegionSpec::eager (nodes left to eager PyTorch).
   virtual bool leaves_eager() const { return false; }
+  /// Whether compile() and its region's run() work in another process (a worker): a compile in a second thread
+  /// then leaves this process's cores to the engine's own runs (DiffOptions::overlap).
+  virtual bool compiles_apart() const { return false; }
   /// Compiles `region` for inputs like `example_inputs` (one per RegionSpec::inputs entry; their
   /// shapes specialize the compile). Throws BackendFailure when the compiler fails.
   virtual std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) = 0;

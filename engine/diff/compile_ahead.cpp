@@ -1,0 +1,56 @@
+// engine/diff/compile_ahead.cpp — implements compile_ahead.h.
+#include "engine/diff/compile_ahead.h"
+
+#include <sched.h>
+
+#include "engine/diff/stages.h"
+
+namespace pt2diff {
+
+namespace {
+
+/// CPUs this process may run on (its affinity mask: a container's or taskset's limit, not the machine's).
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return CPU_COUNT(&set);
+}
+
+}  // namespace
+
+bool overlaps(const RunState& s) {
+  const std::string& mode = s.options.overlap;
+  if (mode == "off" || !s.owns_backend || !s.backend.compiles_apart() || s.mutating) return false;
+  if (mode == "on") return true;
+  // On fewer CPUs the compiler (Python, then g++ or the Triton compile) and the engine's runs (ATen's threads)
+  // would take turns on the same cores: nothing gained, and each slower.
+  return usable_cpus() >= 4 || s.options.backend.device.rfind("cuda", 0) == 0;
+}
+
+void start_graph_compile(RunState& s) {
+  if (!overlaps(s)) return;
+  s.graph_compiling = true;
+  s.graph_ahead = std::async(std::launch::async, [&s] {
+    struct Done {  // also when the compile throws: the exploded compile's progress lines then show
+      RunState& s;
+      ~Done() { s.graph_compiling = false; }
+    } done{s};
+    compile_whole_graph(s);
+  });
+}
+
+void compile_exploded_ahead(RunState& s) {
+  if (!s.graph_ahead.valid() || !s.exploded || s.program.ir.graph.nodes().empty()) return;
+  DiffOptions options = s.options;
+  if (s.options.backend.on_wait)
+    options.backend.on_wait = [user = s.options.backend.on_wait, &s](const std::string& activity, double elapsed) {
+      if (!s.graph_compiling) user(activity, elapsed);
+    };
+  s.exploded_backend = backend_for_run(s.program, options, s.step);
+  ExplodedCompile x = exploded_request(s);
+  x.outputs = compile_and_run(*s.exploded_backend, x.ops, x.inputs, "exploded", x.record);
+  s.exploded_ahead = std::move(x);
+}
+
+}  // namespace pt2diff
