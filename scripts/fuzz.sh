@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh --seconds 3600 [TARGET...]   a campaign: TARGET (archive_fuzzer, inputs_fuzzer,
 #                                           sources_fuzzer) or all three; the log's coverage curve at the end
 #   scripts/fuzz.sh --build-only            install clang if needed and build the targets, run nothing
-#                                           (scripts/test.sh does this beside ctest, at low priority)
+#                                           (scripts/test.sh builds first, then runs beside the sanitizer tests)
 #
 # Builds tests/fuzz/ with clang in $BUILD-fuzz. Corpora start from the fixtures; what a campaign finds
 # (new coverage) stays in $BUILD-fuzz/corpus/TARGET, crashes in $BUILD-fuzz/artifacts/TARGET: copy a

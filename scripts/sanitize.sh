@@ -3,7 +3,7 @@
 # $BUILD-sanitize) and runs them (ctest -L sanitize). scripts/test.sh runs it; on its own:
 #
 #   scripts/sanitize.sh               build (if needed) and run the sanitizer tests
-#   scripts/sanitize.sh --build-only  only build (scripts/test.sh does this beside ctest, at low priority)
+#   scripts/sanitize.sh --build-only  only build (scripts/test.sh builds, then runs the tests beside the fuzz run)
 #
 # clang when it is there (scripts/fuzz.sh installs it), GCC otherwise: the same sanitizers.
 set -euo pipefail

@@ -41,8 +41,7 @@ std::unique_ptr<Backend> make_external_backend(const std::string& command, const
   // tests' planted compilers) runs as the shell would run it, but can be forked by a worker server like the shipped
   // worker (worker_server.h). Any other command, and every command without the setting, is the shell's.
   std::vector<std::string> words = worker_server_enabled() ? plain_words(command) : std::vector<std::string>{};
-  if (words.size() >= 2 && words[0].find('/') != std::string::npos && access(words[0].c_str(), X_OK) == 0 &&
-      words[1].size() > 3 && words[1].compare(words[1].size() - 3, 3, ".py") == 0)
+  if (runs_python_script(words) && access(words[0].c_str(), X_OK) == 0)
     return std::make_unique<WorkerBackend>(program, std::move(words), "external worker", "external: " + command, options,
                                            stock_worker_launcher());
   return std::make_unique<WorkerBackend>(program, std::vector<std::string>{"/bin/sh", "-c", command}, "external worker",

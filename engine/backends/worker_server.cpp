@@ -215,11 +215,15 @@ bool worker_server_enabled() {
   return v && std::string(v) == "1";
 }
 
+bool runs_python_script(const std::vector<std::string>& argv) {
+  return argv.size() >= 2 && argv[0].find('/') != std::string::npos && argv[1].size() > 3 &&
+         argv[1].compare(argv[1].size() - 3, 3, ".py") == 0;
+}
+
 std::unique_ptr<WorkerProcess> start_served_worker(const std::vector<std::string>& argv, const std::string& launcher,
                                                    const std::string& stderr_path, int64_t memory_limit,
                                                    const std::vector<std::string>& environment) {
-  if (argv.size() < 2 || launcher.empty() || argv[0].find('/') == std::string::npos || argv[1].size() < 4 || argv[1].compare(argv[1].size() - 3, 3, ".py") != 0)
-    return nullptr;
+  if (launcher.empty() || !runs_python_script(argv)) return nullptr;
   const fs::path dir = socket_directory();
   if (dir.empty()) return nullptr;
   std::error_code ec;
@@ -232,10 +236,12 @@ std::unique_ptr<WorkerProcess> start_served_worker(const std::vector<std::string
     const size_t eq = entry.find('=');
     if (eq == std::string::npos) continue;
     variables[entry.substr(0, eq)] = entry.substr(eq + 1);
-    // Not in the key: TMPDIR (the engine's scratch directory for each worker) and a shell's bookkeeping, which
-    // nothing reads on import (the directory itself is in the key).
+    // Not in the key: TMPDIR (the engine's scratch directory for each worker), a shell's bookkeeping, and pt2diff's
+    // own variables (PT2DIFF_*: a planted compiler's switches, PT2DIFF_WORKER...), which nothing the server imports
+    // reads (the worker's script reads them, in the request's environment); the directory itself is in the key.
     const std::string name = entry.substr(0, eq);
-    if (name != "TMPDIR" && name != "PWD" && name != "OLDPWD" && name != "SHLVL" && name != "_") keyed.push_back(entry);
+    if (name != "TMPDIR" && name != "PWD" && name != "OLDPWD" && name != "SHLVL" && name != "_" && name.rfind("PT2DIFF_", 0) != 0)
+      keyed.push_back(entry);
   }
   std::sort(keyed.begin(), keyed.end());
   uint64_t h = fnv1a(fmt::format("{}\n{}\n{}\n{}\n{}", getuid(), argv[0], launcher, cwd.string(), inherited_state()));

@@ -13,6 +13,8 @@ namespace pt2diff {
 
 /// Whether workers may come from a worker server: PT2DIFF_WORKER_SERVER is "1".
 bool worker_server_enabled();
+/// Whether `argv` is PYTHON SCRIPT.py ARGS... with PYTHON a path (it has a '/'): the workers a server can fork.
+bool runs_python_script(const std::vector<std::string>& argv);
 
 /// The worker `argv` (PYTHON SCRIPT.py ARGS...), forked by the worker server of this Python, directory and
 /// environment (`environment` applied as WorkerProcess applies it; TMPDIR may differ between workers of one

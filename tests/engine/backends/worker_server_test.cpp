@@ -42,7 +42,7 @@ std::string write_script(const testing::ScratchDir& dir) {
                          "        sys.exit(int(sys.argv[1]))\n"
                          "    if line == 'sleep':\n"
                          "        time.sleep(60)\n"
-                         "    print('echo', line, os.environ['TMPDIR'], os.environ.get('PT2DIFF_SERVER_TEST_KEY', '-'), flush=True)\n";
+                         "    print('echo', line, os.environ['TMPDIR'], os.environ.get('SERVER_TEST_KEY', '-'), os.environ.get('PT2DIFF_SERVER_TEST', '-'), flush=True)\n";
   return path;
 }
 
@@ -62,7 +62,7 @@ TEST(WorkerServer, ForksTheWorkerAndReportsItsEnd) {
   const pid_t server = parent_of(p->pid());
   EXPECT_NE(server, getpid()) << "the worker is the server's child, not ours";
   ASSERT_TRUE(p->write_line("one"));
-  EXPECT_EQ(read(*p), fmt::format("echo one {} -", dir.path()));
+  EXPECT_EQ(read(*p), fmt::format("echo one {} - -", dir.path()));
   ASSERT_TRUE(p->write_line("bye"));
   std::string line;
   EXPECT_EQ(p->read_line(line, 60, nullptr), WorkerProcess::Read::Closed);
@@ -75,15 +75,24 @@ TEST(WorkerServer, ForksTheWorkerAndReportsItsEnd) {
   ASSERT_TRUE(q);
   EXPECT_EQ(parent_of(q->pid()), server);
   ASSERT_TRUE(q->write_line("two"));
-  EXPECT_EQ(read(*q), fmt::format("echo two {} -", other.path()));
+  EXPECT_EQ(read(*q), fmt::format("echo two {} - -", other.path()));
 
   // Another environment (beyond TMPDIR): another server, since torch reads the environment when imported.
   auto r = start_served_worker({PT2DIFF_TEST_PYTHON, script, "0"}, PT2DIFF_STOCK_WORKER, dir.file("stderr.log"), 0,
-                               {"TMPDIR=" + other.path(), "PT2DIFF_SERVER_TEST_KEY=1"});
+                               {"TMPDIR=" + other.path(), "SERVER_TEST_KEY=1"});
   ASSERT_TRUE(r);
   EXPECT_NE(parent_of(r->pid()), server);
   ASSERT_TRUE(r->write_line("three"));
-  EXPECT_EQ(read(*r), fmt::format("echo three {} 1", other.path()));
+  EXPECT_EQ(read(*r), fmt::format("echo three {} 1 -", other.path()));
+
+  // pt2diff's own variables (PT2DIFF_*: a planted compiler's switches) are read by the worker's script, not on
+  // import: the same server, the worker sees its own values.
+  auto t = start_served_worker({PT2DIFF_TEST_PYTHON, script, "0"}, PT2DIFF_STOCK_WORKER, dir.file("stderr.log"), 0,
+                               {"TMPDIR=" + other.path(), "PT2DIFF_SERVER_TEST=planted"});
+  ASSERT_TRUE(t);
+  EXPECT_EQ(parent_of(t->pid()), server);
+  ASSERT_TRUE(t->write_line("four"));
+  EXPECT_EQ(read(*t), fmt::format("echo four {} - planted", other.path()));
 }
 
 TEST(WorkerServer, AKilledWorkerIsReportedKilled) {
