@@ -70,9 +70,9 @@ phase "test: build the tests and benchmarks"
 (cd "$BUILD" && ctest --output-on-failure -j2 --output-junit ctest.xml)
 phase "test: ctest"
 # The fuzz targets' clang build (scripts/fuzz.sh), then the sanitizer build (scripts/sanitize.sh), after ctest
-# and not beside it: ctest keeps both cores busy. Built at idle priority beside it, they took 470 s of CPU from
-# the tests (the worker servers are sessions of their own, and the kernel's autogroups share the CPU between
-# sessions whatever a process's priority): ctest 1116 s -> 1295 s cold, the whole command 30 s shorter only.
+# and not beside it: ctest keeps both cores busy. Built at idle priority beside it, they slowed the tests (the
+# worker servers are sessions of their own, and the kernel's autogroups share the CPU between sessions whatever a
+# process's priority): ctest 1116 s -> 1295 s cold, the whole command 30 s shorter only (docs/testing.md).
 if ((FUZZ)); then "$ROOT/scripts/fuzz.sh" --build-only; phase "test: fuzz build (clang)"; fi
 if ((SANITIZE)); then "$ROOT/scripts/sanitize.sh" --build-only; phase "test: sanitizer build"; fi
 
