@@ -213,10 +213,13 @@ void find_workaround(RunState& s) {
     const std::string outcome = !w.verified ? "NOT verified: " + w.verification
                                 : from_nodes ? fmt::format("verified, the outputs' error then goes back to {:.3g}x eager's", check.worst_ratio)
                                              : std::string("verified, the compiled graph then passes the rule");
-    w.summary = fmt::format("leave {} of {} node{} eager ({}){}: {} ({} compile{}{})", set.size(), g.nodes().size(),
+    // An answer from an earlier compile of the same set (the node verdict's confirmation) costs no compile.
+    const std::string cost = w.compiles == 0 ? std::string("no compile of its own: the confirmation compiled that set")
+                                             : fmt::format("{} compile{}", w.compiles, w.compiles == 1 ? "" : "s");
+    w.summary = fmt::format("leave {} of {} node{} eager ({}){}: {} ({}{})", set.size(), g.nodes().size(),
                             g.nodes().size() == 1 ? "" : "s", names(w.nodes),
                             from_nodes ? ", the nodes the node verdict names" : w.minimal ? "" : ", not shown minimal", outcome,
-                            w.compiles, w.compiles == 1 ? "" : "s", w.minimal || from_nodes ? "" : ", the budget ran out");
+                            cost, w.minimal || from_nodes ? "" : ", the budget ran out");
   } catch (const CannotLeaveEager& refused) {
     w.conclusion = Workaround::Conclusion::Unavailable;
     w.compiles = oracle.compiles();

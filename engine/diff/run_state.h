@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -63,6 +64,14 @@ struct RunState {
   std::vector<c10::IValue> whole_inputs;  ///< one per whole.inputs entry
   std::optional<std::vector<c10::IValue>> compiled;
   std::optional<KernelMap> observed;  ///< its kernel map, when it was asked for (DiffOptions::kernel_map)
+  /// run_with_eager_nodes: the whole graph compiled with a set of nodes eager (sorted ids), its outputs or its
+  /// failure. The node verdict's confirmation and --workaround's verification often leave the same set
+  /// eager: the second asks the first's compile (the same region, backend and inputs), and judges it anew.
+  struct EagerNodesCompile {
+    std::optional<std::vector<c10::IValue>> outputs;
+    CompileRecord record;
+  };
+  std::map<std::vector<NodeId>, EagerNodesCompile> eager_nodes_compiles;
 
   // localize_divergence: the culprit is a random op whose streams differ (hints still try the levers).
   bool random_first = false;

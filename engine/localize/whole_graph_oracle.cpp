@@ -10,8 +10,8 @@ bool WholeGraphOracle::passes(const std::vector<size_t>& eager) {
 }
 
 WholeGraphOracle::Answer WholeGraphOracle::ask(const std::vector<NodeId>& eager) {
-  ++compiles_;
   const EagerNodesRun run = run_(eager);
+  if (!run.reused) ++compiles_;
   Answer a;
   if (!run.ran) {
     if (run.failure == FailureKind::WorkerDied || run.failure == FailureKind::TimedOut) throw OracleLost(run.message);

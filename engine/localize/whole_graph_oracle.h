@@ -29,6 +29,7 @@ struct EagerNodesRun {
   std::string worst_output;             ///< the output farthest from fp64 relative to eager (Verdict::error_ratio)
   double worst_ratio = 0;               ///< its error ratio
   std::vector<std::pair<std::string, double>> ratios;  ///< every judged output's error ratio
+  bool reused = false;                  ///< an earlier compile of the same eager set answered (no compile)
   double seconds = 0;
 };
 
@@ -59,6 +60,7 @@ class WholeGraphOracle final : public EagerSetOracle {
   /// or hung, CannotLeaveEager when the backend cannot leave nodes eager; another failed compile is an
   /// answer that does not pass, with the compiler's message.
   Answer ask(const std::vector<NodeId>& eager);
+  /// The compiles the answers cost (an answer from an earlier compile of the same set costs none).
   size_t compiles() const { return compiles_; }
 
  private:

@@ -57,7 +57,8 @@ struct Workaround {
   std::vector<EagerNode> nodes;   ///< the eager set, in graph order
   size_t candidates = 0;          ///< nodes the search could leave eager (every node of the graph)
   bool minimal = false;           ///< no node of the set can be compiled again without failing (each was tried)
-  size_t compiles = 0;            ///< compiles the search made, the verification included
+  size_t compiles = 0;            ///< compiles the search made, the verification included; 0 when an earlier compile of the
+                                  ///< same set (the node verdict's confirmation) answered
   double seconds = 0;
   /// What the user changes to get the set (or a superset of it) in their program, and whether one more
   /// compile of exactly what those lines leave eager passed the rule.

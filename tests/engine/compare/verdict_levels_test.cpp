@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "../../test_support.h"
@@ -288,6 +289,29 @@ TEST(VerdictLevels, NodeEvidenceRaisesAPassingRunAndNamesTheNode) {
   EXPECT_EQ(result_level(run("mlp_core.pt2", "mlp_inputs.pt", o)), Level::Pass);
   o.rule.node_ratio = 0;
   EXPECT_EQ(result_level(run("mlp_core.pt2", "mlp_inputs.pt", o)), Level::Pass);
+}
+
+// --workaround after the node verdict: the levers leave eager the nodes it names. Where they leave exactly the
+// confirmation's set (the training IR: fc2 holds linear_1 alone), the confirmation's compile verifies them and
+// the workaround compiles nothing; where the module holds more (core ATen: fc2 is permute + addmm), one compile.
+TEST(VerdictLevels, TheWorkaroundReusesTheConfirmationsCompileOfTheSameSet) {
+  for (const auto& [graph, fault, verify_compiles] : std::vector<std::tuple<std::string, std::string, size_t>>{
+           {"mlp.pt2", "fault:linear#2:scale=2e-4", 0}, {"mlp_core.pt2", kSubTolerance, 1}}) {
+    DiffOptions o = with(fault);
+    o.rule.suspicious_ratio = 0;
+    o.workaround.enabled = true;
+    const DiffResult r = run(graph, "mlp_inputs.pt", o);
+    ASSERT_TRUE(r.node_verdict.confirmation) << graph;
+    EXPECT_EQ(r.node_verdict.confirmation->conclusion, "confirmed") << graph;
+    ASSERT_TRUE(r.workaround) << graph;
+    const Workaround& w = *r.workaround;
+    EXPECT_EQ(w.conclusion, Workaround::Conclusion::Found) << w.summary;
+    EXPECT_TRUE(w.verified) << w.verification;
+    ASSERT_EQ(w.nodes.size(), 1u) << graph;
+    EXPECT_EQ(w.verified_nodes, verify_compiles == 0 ? 1u : 2u) << graph;
+    EXPECT_EQ(w.compiles, verify_compiles) << w.summary;
+    EXPECT_EQ(w.summary.find("no compile of its own") != std::string::npos, verify_compiles == 0) << w.summary;
+  }
 }
 
 TEST(VerdictLevels, NodeVerdictOfCleanRunsAndWithoutExplodedCompile) {

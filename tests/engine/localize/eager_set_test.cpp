@@ -156,6 +156,29 @@ TEST(WholeGraphOracle, AsksTheRunWithNodeIdsAndReadsItsAnswers) {
   EXPECT_EQ(s.eager, std::vector<size_t>{2});
 }
 
+// An answer the run gives from an earlier compile of the same set (the node verdict's confirmation, asked
+// again by the verification) is read like any other, and costs no compile.
+TEST(WholeGraphOracle, AnAnswerFromAnEarlierCompileCostsNone) {
+  bool reuse = false;
+  WholeGraphOracle oracle(
+      [&](const std::vector<NodeId>&) {
+        EagerNodesRun r;
+        r.ran = true;
+        r.reused = reuse;
+        r.worst_output = "out";
+        r.worst_ratio = 0.8;
+        return r;
+      },
+      {1, 2});
+  EXPECT_TRUE(oracle.ask({1}).passes);
+  EXPECT_EQ(oracle.compiles(), 1u);
+  reuse = true;
+  const WholeGraphOracle::Answer a = oracle.ask({1});
+  EXPECT_TRUE(a.passes);
+  EXPECT_EQ(a.worst_ratio, 0.8);
+  EXPECT_EQ(oracle.compiles(), 1u);
+}
+
 TEST(WholeGraphOracle, ALostWorkerStopsTheSearchAndACompileErrorIsAnAnswer) {
   auto failing = [](FailureKind kind) {
     return [kind](const std::vector<NodeId>&) {
