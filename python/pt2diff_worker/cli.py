@@ -101,7 +101,8 @@ def remember_vec_isa_probes(cache_dir=None):
     it loads beside this torch: 0.1-0.3 s of CPU at every worker start on the 2-core machine, where the test
     suite starts hundreds. A check that passed is remembered under the probe library's path, size and mtime and
     the identity of this torch's libtorch_cpu and Python: the same file loaded by the same torch gives the same
-    answer. A failed check is not remembered (it is made again, as Inductor does)."""
+    answer. A failed check is not remembered (it is made again, as Inductor does). The probe library is built in
+    `cache_dir` even while a compile with caches off has pointed Inductor at a fresh directory."""
     import torch
     from torch._inductor import cpu_vec_isa
     probe = getattr(cpu_vec_isa.VecISA, "_probe_load", None)
@@ -141,6 +142,26 @@ def remember_vec_isa_probes(cache_dir=None):
         return ok
 
     cpu_vec_isa.VecISA._probe_load = remembered_probe
+    check_build = getattr(cpu_vec_isa.VecISA, "check_build", None)
+    if check_build is not None:
+        def check_build_in_cache(self, code):
+            # A compile with caches off (force_disable_caches: every observed AOTI compile, a planted compiler's)
+            # runs in a fresh cache directory, where the probe libraries are not: each check would build its
+            # library again and load it in a new process (six ISAs: 5-8 s per compile on the 2-core machine).
+            # The probe is the same wherever it is built: build and remember it in this worker's cache.
+            fresh = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+            if fresh == cache_dir:
+                return check_build(self, code)
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
+            try:
+                return check_build(self, code)
+            finally:
+                if fresh is None:
+                    os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+                else:
+                    os.environ["TORCHINDUCTOR_CACHE_DIR"] = fresh
+
+        cpu_vec_isa.VecISA.check_build = check_build_in_cache
     return memo
 
 

@@ -421,7 +421,7 @@ class CliTest(unittest.TestCase):
 
     def test_a_passed_vec_isa_check_is_remembered(self):
         from torch._inductor import cpu_vec_isa
-        original = cpu_vec_isa.VecISA._probe_load
+        original, original_build = cpu_vec_isa.VecISA._probe_load, cpu_vec_isa.VecISA.check_build
         calls = []
         answer = {"value": True}
 
@@ -451,7 +451,38 @@ class CliTest(unittest.TestCase):
                 self.assertFalse(cpu_vec_isa.VecISA._probe_load(isa, other))
                 self.assertEqual(len(calls), 4)
         finally:
-            cpu_vec_isa.VecISA._probe_load = original
+            cpu_vec_isa.VecISA._probe_load, cpu_vec_isa.VecISA.check_build = original, original_build
+
+    def test_the_vec_isa_probe_is_built_in_the_workers_cache_when_caches_are_off(self):
+        # force_disable_caches points Inductor at a fresh directory per compile: the probe library is built (and
+        # its check remembered) in the worker's cache all the same, and the fresh directory is back afterwards.
+        from torch._inductor import cpu_vec_isa
+        original_probe, original_build = cpu_vec_isa.VecISA._probe_load, cpu_vec_isa.VecISA.check_build
+        seen = []
+
+        def check_build(isa, code):  # stands for Inductor's: builds under $TORCHINDUCTOR_CACHE_DIR
+            seen.append(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
+            return True
+        saved = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                cpu_vec_isa.VecISA.check_build = check_build
+                cli.remember_vec_isa_probes(tmp)
+                isa = cpu_vec_isa.VecAVX2()
+                fresh = os.path.join(tmp, "fresh")
+                os.environ["TORCHINDUCTOR_CACHE_DIR"] = fresh
+                self.assertTrue(isa.check_build("int main() {}"))
+                self.assertEqual(seen, [tmp])
+                self.assertEqual(os.environ["TORCHINDUCTOR_CACHE_DIR"], fresh)
+                os.environ["TORCHINDUCTOR_CACHE_DIR"] = tmp
+                self.assertTrue(isa.check_build("int main() {}"))
+                self.assertEqual(seen, [tmp, tmp])
+        finally:
+            cpu_vec_isa.VecISA._probe_load, cpu_vec_isa.VecISA.check_build = original_probe, original_build
+            if saved is None:
+                os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+            else:
+                os.environ["TORCHINDUCTOR_CACHE_DIR"] = saved
 
     def test_a_wrapper_that_imports_inductor_first_gets_the_workers_cache(self):
         # A planted-bug wrapper (tests/zoo/planted_worker.py) imports Inductor before the worker's main(), and
