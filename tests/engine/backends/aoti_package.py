@@ -33,9 +33,21 @@ import sys
 import tempfile
 import zipfile
 
-import torch
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.join(HERE, "..", "..", "..", "python")
+# The packages built here use the worker's Inductor cache (inductor_agreement.py says why: keyed by the CPU
+# capability), its precompiled headers and its remembered vector-ISA probes, built there even with caches off:
+# the kernels' C++ builds are shared with pt2diff's own compiles instead of being made twice.
+sys.path.insert(0, PYTHON_DIR)
+from pt2diff_worker.cli import DEFAULT_CACHE_DIR, inductor_cache_dir, keep_precompiled_headers_in_cache, remember_vec_isa_probes  # noqa: E402
+
+sys.path.pop(0)
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache_dir(os.environ.get("PT2DIFF_INDUCTOR_CACHE") or os.path.expanduser(DEFAULT_CACHE_DIR),
+                                                          os.environ.get("ATEN_CPU_CAPABILITY", ""))
+import torch  # noqa: E402
+
+keep_precompiled_headers_in_cache()
+remember_vec_isa_probes()
 BUG_WORKER = os.path.join(HERE, "..", "localize", "lowering_bug_worker.py")
 PLANT = {"PT2DIFF_PLANT_OP": "relu", "PT2DIFF_PLANT_ERROR": "1e-2"}
 
@@ -48,10 +60,11 @@ def run(cmd, env=None):
 def planted_package(graph, path):
     """An AOTI package of `graph` built in a fresh Python with relu's lowering planted (caches off)."""
     code = ("import sys, torch, torch._inductor.config as c\n"
+            "sys.path.insert(0, sys.argv[4]); from pt2diff_worker import cli; cli.keep_precompiled_headers_in_cache(); cli.remember_vec_isa_probes()\n"
             "sys.path.insert(0, sys.argv[3]); import planted_lowering; planted_lowering.plant()\n"
             "with c.patch({'force_disable_caches': True}):\n"
             "    torch._inductor.aoti_compile_and_package(torch.export.load(sys.argv[1]), package_path=sys.argv[2])\n")
-    r = subprocess.run([sys.executable, "-c", code, graph, path, os.path.dirname(BUG_WORKER)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-c", code, graph, path, os.path.dirname(BUG_WORKER), PYTHON_DIR], capture_output=True, text=True,
                        env={**os.environ, **PLANT})
     expect(r.returncode == 0, "a package built with relu's lowering planted", r.stderr[-3000:])
 
