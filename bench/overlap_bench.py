@@ -18,13 +18,8 @@ import sys
 import tempfile
 import time
 
-
-def without_timings(node):
-    if isinstance(node, dict):
-        return {k: without_timings(v) for k, v in node.items() if not k.endswith("seconds")}
-    if isinstance(node, list):
-        return [without_timings(v) for v in node]
-    return node
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from report_checks import without_measurements  # noqa: E402
 
 
 def main():
@@ -56,7 +51,7 @@ def main():
                     with open(report) as f:
                         reports[mode] = json.load(f)
             off, on = statistics.median(times["off"]), statistics.median(times["on"])
-            same = without_timings(reports["off"]) == without_timings(reports["on"])
+            same = without_measurements(reports["off"]) == without_measurements(reports["on"])
             compiles = ", ".join(f"{c['what']} {c.get('compile_seconds', 0):.1f} s" for c in reports["off"]["compiles"])
             print(f"{os.path.basename(graph)}: off {off:.2f} s, on {on:.2f} s ({off / on:.2f}x); reports "
                   f"{'the same' if same else 'DIFFERENT'} but for timings; compiles without overlap: {compiles}; "

@@ -600,6 +600,16 @@ RENDERERS["gpu"] = ren_gpu  # rendered from results only: bench/gpu_bench.py mea
 RENDERERS["minifier"] = ren_minifier  # rendered from results only: bench/minifier_bench.py, run by hand
 
 
+def ren_decoder_memory(d):
+    """bench/memory_bench.py's rows (run by hand, on the CPU here and on a GPU machine: bench/results/decoder_memory.json)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    from memory_bench import render  # noqa: E402  (imports torch: only when this block is rendered)
+    return render(d)
+
+
+RENDERERS["decoder_memory"] = ren_decoder_memory  # rendered from results only: bench/memory_bench.py, run by hand
+
+
 def caption(res):
     m = res["machine"]
     cmds = "; ".join(f"`{shlex.join(c['argv'])}`" + (f" ({c['note']})" if c["note"] else "") for c in res["commands"])

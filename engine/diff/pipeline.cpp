@@ -62,6 +62,7 @@ namespace {
 DiffResult run_diff(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend,
                     std::shared_ptr<std::string> step, bool owns_backend) {
   const auto start = std::chrono::steady_clock::now();
+  const int64_t start_host_bytes = host_resident_bytes(false);
   RunState state(program, inputs, options, backend, std::move(step));
   state.owns_backend = owns_backend;
   const MathSettingsScope math(options.backend);  // the user's TF32 / matmul precision, for the eager runs too
@@ -72,6 +73,8 @@ DiffResult run_diff(const Program& program, const BoundInputs& inputs, const Dif
     if (stage == run_references) compile_exploded_ahead(state);
   }
   state.result.devices.peak_gpu_bytes = gpu_peak_bytes(parse_device(state.result.devices.native));
+  state.result.devices.start_host_bytes = start_host_bytes;
+  state.result.devices.peak_host_bytes = host_resident_bytes(true);
   state.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return std::move(state.result);
 }

@@ -5,6 +5,8 @@
 #include <ATen/DeviceAccelerator.h>
 #include <ATen/ops/empty.h>
 #include <fmt/format.h>
+#include <fstream>
+#include <string>
 
 #include "graphs/torch_compat.h"
 #include "pt2diff/error.h"
@@ -70,6 +72,14 @@ int64_t gpu_peak_bytes(const Device& device) {
   (void)device;
   return -1;
 #endif
+}
+
+int64_t host_resident_bytes(bool peak) {
+  std::ifstream status("/proc/self/status");
+  const std::string key = peak ? "VmHWM:" : "VmRSS:";
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind(key, 0) == 0) return std::stoll(line.substr(key.size())) * 1024;  // "VmHWM:   123456 kB"
+  return -1;
 }
 
 }  // namespace pt2diff

@@ -26,4 +26,8 @@ void reset_gpu_peak(const Device& device);
 /// unknown or on the CPU.
 int64_t gpu_peak_bytes(const Device& device);
 
+/// This process's resident memory now (VmRSS), or the most it has had since it started (VmHWM), in bytes, from
+/// /proc/self/status; -1 where that file is not there (not Linux).
+int64_t host_resident_bytes(bool peak);
+
 }  // namespace pt2diff

@@ -304,8 +304,9 @@ std::string to_text(const DiffResult& r) {
   line(out, fmt::format("{} with {}: compiled = {}, reference = fp64, rule = {}, tol = {}", r.graph, r.inputs, r.compiled,
                         rule_name(r.rule), r.rule.tol));
   if (r.devices.native != "cpu" || r.devices.reference != "cpu")
-    line(out, fmt::format("devices: eager on {}, fp64 on {} ({}){}", r.devices.native, r.devices.reference, r.devices.why,
-                          r.devices.peak_gpu_bytes >= 0 ? fmt::format("; peak GPU memory {:.1f} MiB", r.devices.peak_gpu_bytes / 1048576.0) : ""));
+    line(out, fmt::format("devices: eager on {}, fp64 on {} ({}){}{}", r.devices.native, r.devices.reference, r.devices.why,
+                          r.devices.peak_gpu_bytes >= 0 ? fmt::format("; peak GPU memory {:.1f} MiB", r.devices.peak_gpu_bytes / 1048576.0) : "",
+                          r.devices.peak_host_bytes >= 0 ? fmt::format("; engine's peak host memory {:.1f} MiB", r.devices.peak_host_bytes / 1048576.0) : ""));
   line(out, "");
   compiles_block(out, r);
   outputs_block(out, r);

@@ -146,6 +146,11 @@ struct RunDevices {
   /// The most GPU memory the engine's allocations held at once (torch's caching allocator), in bytes;
   /// -1 for a CPU run or a torch without the counter.
   int64_t peak_gpu_bytes = -1;
+  /// The engine process's resident memory when the diff started (the program and inputs loaded), and the most it
+  /// has had since the process started (Linux VmRSS and VmHWM), in bytes; -1 where unknown. The compiled side's
+  /// workers are other processes: not counted. In a Python process (pt2diff.diff) these count Python's too.
+  int64_t start_host_bytes = -1;
+  int64_t peak_host_bytes = -1;
 };
 
 struct DiffResult {

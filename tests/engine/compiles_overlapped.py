@@ -6,7 +6,7 @@ without them (a ctest).
 
 1. A real compiler bug: tests/engine/localize/lowp_matmul_worker.py (Inductor computing float32 matrix
    products in bfloat16) on mlp, `--overlap off` and `--overlap on`: the JSON reports are the same but for
-   their timings (every key ending in "seconds"): verdicts, node table with the exploded compile's column,
+   their timings and memory figures (report_checks.without_measurements): verdicts, node table with the exploded compile's column,
    compiles in the same order, localization with its probes, hints. Both runs start their workers through a
    wrapper that notes when each starts (worker server off): without overlap one worker; with it two, the
    second (the exploded compile's) started while the first was still compiling the whole graph.
@@ -19,16 +19,11 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from report_checks import without_measurements  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOWP_WORKER = os.path.join(HERE, "localize", "lowp_matmul_worker.py")
-
-
-def without_timings(node):
-    if isinstance(node, dict):
-        return {k: without_timings(v) for k, v in node.items() if not k.endswith("seconds")}
-    if isinstance(node, list):
-        return [without_timings(v) for v in node]
-    return node
 
 
 def first_difference(a, b, path="$"):
@@ -87,7 +82,7 @@ def main():
                   f"({run.returncode}, {(loc.get('culprit') or {}).get('nodes')}, {len(reports[overlap]['compiles']) if reports[overlap] else 0} compiles)",
                   run.stderr[-2000:] + run.stdout[-2000:])
         if reports["off"] and reports["on"]:
-            d = first_difference(without_timings(reports["off"]), without_timings(reports["on"]))
+            d = first_difference(without_measurements(reports["off"]), without_measurements(reports["on"]))
             check(d is None, "the same report, timings aside, with and without overlap (compiles, nodes, localization, hints)", d)
             exploded = [n for n in reports["on"]["nodes"] if any("compiled_local" in v for v in n.get("values", []))]
             check(len(exploded) > 0, f"the exploded compile's column is there ({len(exploded)} nodes)")
@@ -105,7 +100,7 @@ def main():
             run, clean[overlap] = diff(pt2diff, [graph, inputs, "--overlap", overlap], os.path.join(tmp, f"attention-{overlap}.json"))
             check(run.returncode == 0, f"attention_core, --overlap {overlap}: agrees (exit {run.returncode})", run.stderr[-2000:])
         if clean["off"] and clean["on"]:
-            d = first_difference(without_timings(clean["off"]), without_timings(clean["on"]))
+            d = first_difference(without_measurements(clean["off"]), without_measurements(clean["on"]))
             check(d is None, "attention_core: the same report with and without overlap", d)
 
     if failures:

@@ -28,10 +28,11 @@ CLI = os.environ["PT2DIFF_CLI"]
 FAULT = "fault:linear:scale=0.05"
 
 # The fields of the report that name where the graph and inputs came from (a path for the CLI, a name
-# for objects in memory) or time the run: nothing else may differ.
+# for objects in memory) or time the run or measure its process's memory: nothing else may differ.
 WHERE_FIELDS = [("graph",), ("inputs",)]
 TIMING_FIELDS = [("seconds",), ("compiles", "*", "compile_seconds"), ("compiles", "*", "run_seconds"),
-                 ("localization", "seconds"), ("localization", "probes", "*", "seconds"), ("node_verdict", "confirmation", "seconds")]
+                 ("localization", "seconds"), ("localization", "probes", "*", "seconds"), ("node_verdict", "confirmation", "seconds"),
+                 ("devices", "start_host_bytes"), ("devices", "peak_host_bytes")]
 
 
 def fixture(name: str) -> str:

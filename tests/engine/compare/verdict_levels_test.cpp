@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <tuple>
 #include <nlohmann/json.hpp>
 
@@ -312,6 +313,29 @@ TEST(VerdictLevels, TheWorkaroundReusesTheConfirmationsCompileOfTheSameSet) {
     EXPECT_EQ(w.compiles, verify_compiles) << w.summary;
     EXPECT_EQ(w.summary.find("no compile of its own") != std::string::npos, verify_compiles == 0) << w.summary;
   }
+}
+
+// The report states the engine process's resident memory (issue 33: pt2diff's memory beside eager's): at the
+// diff's start and its peak since the process started, as /proc/self/status says before and after the run.
+TEST(VerdictLevels, TheReportStatesTheEnginesHostMemory) {
+  auto status = [](const std::string& key) -> int64_t {
+    std::ifstream f("/proc/self/status");
+    for (std::string line; std::getline(f, line);)
+      if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
+    return -1;
+  };
+  const int64_t hwm_before = status("VmHWM");
+  const DiffResult r = run("mlp.pt2", "mlp_inputs.pt", with("eager"));
+  const int64_t hwm_after = status("VmHWM");
+  ASSERT_GT(hwm_before, 0);
+  EXPECT_GT(r.devices.start_host_bytes, 0);
+  EXPECT_LE(r.devices.start_host_bytes, r.devices.peak_host_bytes);
+  EXPECT_GE(r.devices.peak_host_bytes, hwm_before);
+  EXPECT_LE(r.devices.peak_host_bytes, hwm_after);
+  EXPECT_EQ(r.devices.peak_gpu_bytes, -1);  // a CPU run
+  const nlohmann::json j = nlohmann::json::parse(to_json(r));
+  EXPECT_EQ(j["devices"]["start_host_bytes"].get<int64_t>(), r.devices.start_host_bytes);
+  EXPECT_EQ(j["devices"]["peak_host_bytes"].get<int64_t>(), r.devices.peak_host_bytes);
 }
 
 TEST(VerdictLevels, NodeVerdictOfCleanRunsAndWithoutExplodedCompile) {
