@@ -19,7 +19,7 @@ Measured, each in its own process:
   `devices.start_host_bytes` (its resident memory when the diff started: the program loaded), both less the
   engine's own baseline (start_host_bytes of a diff of fixtures/mlp.pt2, whose weights are a few KiB); the
   compiled side's workers are other processes and are not counted.
-Writes the figures to OUT.json in bench/results/'s format (--append adds a row; bench/run.py renders
+Writes the figures to OUT.json in bench/results/'s format (--append adds a row; bench/run.py's ren_decoder_memory renders
 docs/performance.md's table from bench/results/decoder_memory.json) and prints the table.
 """
 import argparse
@@ -161,10 +161,6 @@ def pt2diff(cli, graph, inputs, device, tmp, *flags):
     return {"wall": round(wall, 2), "exit": run.returncode, "verdict": r["verdict"], "level": r["level"], "devices": r["devices"]}
 
 
-def mib(b):
-    return f"{b / 2**20:.0f} MiB" if isinstance(b, (int, float)) and b >= 0 else "-"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("pt2diff")
@@ -180,7 +176,7 @@ def main():
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--runs", default="fp64,e2e")
     a = ap.parse_args()
-    import torch  # here, not at the top: bench/run.py imports render() where torch may be absent
+    import torch  # here: --help needs no torch
     cfg = {k: getattr(a, k) for k in ("layers", "dim", "ffn", "heads", "vocab", "seq", "dtype")}
     with tempfile.TemporaryDirectory() as tmp:
         graph, inputs = os.path.join(tmp, "decoder.pt2"), os.path.join(tmp, "decoder_inputs.pt")
@@ -196,7 +192,7 @@ def main():
                       "--compiled", "eager", "--no-exploded", "--no-localize")
         baseline = mlp.get("devices", {}).get("start_host_bytes", -1)
     sys.path.insert(0, HERE)
-    from run import commit, machine  # noqa: E402  (bench/run.py: the caption's facts)
+    from run import commit, machine, ren_decoder_memory  # noqa: E402  (bench/run.py: the caption's facts, the table)
     m = machine()
     if a.device == "cuda":
         m["gpu"] = torch.cuda.get_device_name()
@@ -211,33 +207,7 @@ def main():
     doc["data"].append(row)
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)
-    print(render([row]))
-
-
-def render(rows):
-    """The markdown table of memory_bench rows (bench/run.py renders docs/performance.md's with it)."""
-    out = ["| decoder | device | host: PyTorch eager | host: pt2diff fp64 pass (at its start) | host: pt2diff end to end (at its start) | "
-           "peak GPU: eager / fp64 pass / end to end | wall: fp64 pass / end to end |",
-           "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        c, m, e = r["config"], r["model"], r["eager"]
-
-        def host(name):  # the engine's peak and its memory when the diff started, less its own baseline
-            d = (r["runs"].get(name) or {}).get("devices") or {}
-            base = r["engine_base_host_bytes"]
-            return f"{mib(d['peak_host_bytes'] - base)} ({mib(d['start_host_bytes'] - base)})" if d.get("peak_host_bytes", -1) >= 0 else "-"
-
-        def gpu(name):
-            return mib(((r["runs"].get(name) or {}).get("devices") or {}).get("peak_gpu_bytes", -1))
-
-        def wall(name):
-            run = r["runs"].get(name) or {}
-            return f"{run['wall']:.1f} s ({run.get('verdict', 'exit ' + str(run.get('exit')))})" if run else "-"
-        out.append(f"| {c['layers']} layers, d={c['dim']}, {m['parameters'] / 1e9:.2f} B parameters, {m['nodes']} nodes, {c['dtype']} "
-                   f"({mib(m['weight_bytes'])} of weights) | {r['device']} | {mib(e['host_peak_bytes'] - e['host_base_bytes'])} | "
-                   f"{host('fp64')} | {host('e2e')} | {mib(e.get('gpu_peak_bytes', -1))} / {gpu('fp64')} / {gpu('e2e')} | "
-                   f"{wall('fp64')} / {wall('e2e')} |")
-    return "\n".join(out)
+    print(ren_decoder_memory([row]))
 
 
 if __name__ == "__main__":

@@ -600,11 +600,33 @@ RENDERERS["gpu"] = ren_gpu  # rendered from results only: bench/gpu_bench.py mea
 RENDERERS["minifier"] = ren_minifier  # rendered from results only: bench/minifier_bench.py, run by hand
 
 
-def ren_decoder_memory(d):
+def ren_decoder_memory(rows):
     """bench/memory_bench.py's rows (run by hand, on the CPU here and on a GPU machine: bench/results/decoder_memory.json)."""
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    from memory_bench import render  # noqa: E402  (imports torch: only when this block is rendered)
-    return render(d)
+    def mib(b):
+        return f"{b / 2**20:.0f} MiB" if isinstance(b, (int, float)) and b >= 0 else "-"
+
+    out = ["| decoder | device | host: PyTorch eager | host: pt2diff fp64 pass (at its start) | host: pt2diff end to end (at its start) | "
+           "peak GPU: eager / fp64 pass / end to end | wall: fp64 pass / end to end |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        c, m, e = r["config"], r["model"], r["eager"]
+
+        def host(name):  # the engine's peak and its memory when the diff started, less its own baseline
+            d = (r["runs"].get(name) or {}).get("devices") or {}
+            base = r["engine_base_host_bytes"]
+            return f"{mib(d['peak_host_bytes'] - base)} ({mib(d['start_host_bytes'] - base)})" if d.get("peak_host_bytes", -1) >= 0 else "-"
+
+        def gpu(name):
+            return mib(((r["runs"].get(name) or {}).get("devices") or {}).get("peak_gpu_bytes", -1))
+
+        def wall(name):
+            run = r["runs"].get(name) or {}
+            return f"{run['wall']:.1f} s ({run.get('verdict', 'exit ' + str(run.get('exit')))})" if run else "-"
+        out.append(f"| {c['layers']} layers, d={c['dim']}, {m['parameters'] / 1e9:.2f} B parameters, {m['nodes']} nodes, {c['dtype']} "
+                   f"({mib(m['weight_bytes'])} of weights) | {r['device']} | {mib(e['host_peak_bytes'] - e['host_base_bytes'])} | "
+                   f"{host('fp64')} | {host('e2e')} | {mib(e.get('gpu_peak_bytes', -1))} / {gpu('fp64')} / {gpu('e2e')} | "
+                   f"{wall('fp64')} / {wall('e2e')} |")
+    return "\n".join(out)
 
 
 RENDERERS["decoder_memory"] = ren_decoder_memory  # rendered from results only: bench/memory_bench.py, run by hand
