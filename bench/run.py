@@ -623,7 +623,7 @@ def ren_decoder_memory(rows):
             run = r["runs"].get(name) or {}
             return f"{run['wall']:.1f} s ({run.get('verdict', 'exit ' + str(run.get('exit')))})" if run else "-"
         out.append(f"| {c['layers']} layers, d={c['dim']}, {m['parameters'] / 1e9:.2f} B parameters, {m['nodes']} nodes, {c['dtype']} "
-                   f"({mib(m['weight_bytes'])} of weights) | {r['device']} | {mib(e['host_peak_bytes'] - e['host_base_bytes'])} | "
+                   f"({mib(m['weight_bytes'])} of weights), {c['seq']} tokens | {r['device']} | {mib(e['host_peak_bytes'] - e['host_base_bytes'])} | "
                    f"{host('fp64')} | {host('e2e')} | {mib(e.get('gpu_peak_bytes', -1))} / {gpu('fp64')} / {gpu('e2e')} | "
                    f"{wall('fp64')} / {wall('e2e')} |")
     return "\n".join(out)
