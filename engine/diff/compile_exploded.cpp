@@ -1,6 +1,7 @@
 // engine/diff/compile_exploded.cpp — stage compile_exploded: every op on its own through the compiler,
 // fed the fp64 values of its inputs rounded to their dtypes (the eager local run's inputs): the
 // compiled local error of every node, in one compile, and which nodes fail the rule alone (suspects).
+#include <algorithm>
 #include <unordered_map>
 
 #include "engine/diff/node_ratio.h"
@@ -53,31 +54,41 @@ void compile_exploded(RunState& s) {
   if (!x.outputs) return;
   const RegionSpec& ops = x.ops;
   const std::vector<c10::IValue>& local = *x.outputs;
-  // The eager local results of the same ops on the same inputs: the rule's "eager" per op.
-  const std::vector<c10::IValue> eager_local = s.interpreter.run_region(ops, x.inputs);
-  std::unordered_map<std::string, std::pair<const c10::IValue*, const c10::IValue*>> by_name;
-  for (size_t i = 0; i < ops.outputs.size(); ++i) by_name[g.value(ops.outputs[i]).name] = {&local[i], &eager_local[i]};
-  for (size_t k = 0; k < r.nodes.size(); ++k) {  // r.nodes[k] is g.nodes()[k]
+  std::unordered_map<std::string, const c10::IValue*> compiled_by_name;
+  for (size_t i = 0; i < ops.outputs.size(); ++i) compiled_by_name[g.value(ops.outputs[i]).name] = &local[i];
+  std::unordered_map<NodeId, size_t> row;  // r.nodes[k] is g.nodes()[k]
+  for (size_t k = 0; k < g.nodes().size(); ++k) row[g.nodes()[k].id] = k;
+  // The eager local results of the same ops on the same inputs (the rule's "eager" per op), judged op by op as the
+  // interpreter makes them: one op's results held at a time, not every op's.
+  RunOptions judge_each;
+  judge_each.on_node = [&](const Node& n, const std::vector<c10::IValue>& eager_outs) {
+    const size_t k = row.at(n.id);
     NodeError& ne = r.nodes[k];
-    const auto ulp_dtype = working_dtype(g, g.nodes()[k]);
+    const auto ulp_dtype = working_dtype(g, n);
+    const std::vector<ValueId> outs = n.output_values();
     for (ValueError& ve : ne.values) {
       if (!ve.compared) continue;
-      auto it = by_name.find(ve.name);
-      const c10::IValue& ref = s.reference.fp64[static_cast<size_t>(g.find(ve.name))];
-      if (it == by_name.end() || !it->second.first->isTensor() || !it->second.second->isTensor() || !ref.isTensor()) continue;
-      const at::Tensor& compiled_local = it->second.first->toTensor();
+      auto it = compiled_by_name.find(ve.name);
+      const ValueId id = g.find(ve.name);
+      const auto pos = std::find(outs.begin(), outs.end(), id);
+      const c10::IValue& ref = s.reference.fp64[static_cast<size_t>(id)];
+      if (it == compiled_by_name.end() || pos == outs.end() || !it->second->isTensor() || !ref.isTensor()) continue;
+      const c10::IValue& eager_local = eager_outs[static_cast<size_t>(pos - outs.begin())];
+      if (!eager_local.isTensor()) continue;
+      const at::Tensor& compiled_local = it->second->toTensor();
       ve.compiled_local = measure(compiled_local, ref.toTensor(), ulp_dtype);
       ve.has_compiled_local = true;
       if (s.options.keep_values) r.values->by_value[ve.name].compiled_local = compiled_local;
-      const Verdict alone = judge(compiled_local, it->second.second->toTensor(), ref.toTensor(), s.options.rule);
+      const Verdict alone = judge(compiled_local, eager_local.toTensor(), ref.toTensor(), s.options.rule);
       if (counts_as_failing(alone, s.options.localize_suspicious)) ne.compiled_local_fails = true;
       ne.compiled_local_ulp = std::max(ne.compiled_local_ulp, ve.compiled_local.exact_kind ? 0.0 : ve.compiled_local.max_ulp);
       if (!ve.compiled_local.exact_kind) {
         ne.compiled_local_relative = std::max(ne.compiled_local_relative, relative_rmse(ve.compiled_local));
-        ne.compiled_vs_eager = std::max(ne.compiled_vs_eager, compiled_local_ratio(s, g.nodes()[k], ve));
+        ne.compiled_vs_eager = std::max(ne.compiled_vs_eager, compiled_local_ratio(s, n, ve));
       }
     }
-  }
+  };
+  s.interpreter.run_region(ops, x.inputs, judge_each);
 }
 
 }  // namespace pt2diff

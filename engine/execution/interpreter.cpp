@@ -468,13 +468,20 @@ std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const
     } catch (const std::exception& e) {
       throw Error(Error::Kind::Unsupported, fmt::format("{} failed in a region run: {}", where(n), first_line(e.what())));
     }
+    if (region.exploded && options.on_node) {
+      std::vector<c10::IValue> out_values;
+      for (ValueId v : outs) out_values.push_back(std::move(scratch.values[static_cast<size_t>(v)]));
+      options.on_node(n, out_values);
+    }
     if (region.exploded) {
-      for (ValueId v : outs) defined[static_cast<size_t>(v)] = std::move(scratch.values[static_cast<size_t>(v)]);
+      if (!options.on_node)
+        for (ValueId v : outs) defined[static_cast<size_t>(v)] = std::move(scratch.values[static_cast<size_t>(v)]);
       for (ValueId v : ins) scratch.values[static_cast<size_t>(v)] = c10::IValue();
       for (ValueId v : outs) scratch.values[static_cast<size_t>(v)] = c10::IValue();
     }
   }
   std::vector<c10::IValue> outputs;
+  if (region.exploded && options.on_node) return std::vector<c10::IValue>(region.outputs.size());  // each went to on_node
   for (ValueId v : region.outputs) {
     const c10::IValue& out = region.exploded && !defined[static_cast<size_t>(v)].isNone() ? defined[static_cast<size_t>(v)]
                                                                                         : given.values[static_cast<size_t>(v)];

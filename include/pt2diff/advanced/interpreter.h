@@ -47,7 +47,9 @@ struct RunOptions {
   /// Free each value after its last use (the default). Off keeps every value until the run ends.
   bool free_at_last_use = true;
   /// Called after every top-level node with the values it defined, in Node::output_values() order.
-  /// Values are freed after the callback returns, so it sees each value exactly once.
+  /// Values are freed after the callback returns, so it sees each value exactly once. run_region() of an
+  /// exploded region calls it too, and then keeps none of the nodes' outputs: what it returns for them is None
+  /// (a caller that judges op by op holds one op's results at a time, not every op's).
   std::function<void(const Node& node, const std::vector<c10::IValue>& outputs)> on_node;
   /// run_region() only: called after every node, before anything reads its outputs (fault backend).
   std::function<void(const Node& node, NodeCall& call)> after_node;
