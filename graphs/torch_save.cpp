@@ -263,10 +263,15 @@ std::string to_torch_save(const c10::IValue& value) {
   return std::string(bytes.begin(), bytes.end());
 }
 
-std::string to_torch_save(const std::vector<std::pair<std::string, c10::IValue>>& named) {
+std::vector<char> torch_save_bytes(const std::vector<std::pair<std::string, c10::IValue>>& named) {
   std::vector<c10::IValue> pairs;
   for (const auto& [name, value] : named) pairs.push_back(c10::ivalue::Tuple::create({c10::IValue(name), value}));
-  return to_torch_save(c10::ivalue::Tuple::create(std::move(pairs)));
+  return torch::jit::pickle_save(on_host(c10::ivalue::Tuple::create(std::move(pairs))));
+}
+
+std::string to_torch_save(const std::vector<std::pair<std::string, c10::IValue>>& named) {
+  const std::vector<char> bytes = torch_save_bytes(named);
+  return std::string(bytes.begin(), bytes.end());
 }
 
 std::vector<c10::IValue> values_from_torch_save(const std::string& bytes, const std::string& where) {

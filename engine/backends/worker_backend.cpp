@@ -432,7 +432,7 @@ struct WorkerBackend::Impl {
       if (!state_values.count(region.inputs[i])) named.emplace_back(g.value(region.inputs[i]).name, values.at(i));
     fs::path p = dir / fmt::format("{}-{}.pt", stem, ++files);
     std::ofstream out(p, std::ios::binary);
-    const std::string bytes = to_torch_save(named);
+    const std::vector<char> bytes = torch_save_bytes(named);
     if (!out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())))
       throw BackendFailure(BackendFailure::Kind::RunFailed, fmt::format("cannot write {} (disk full?)", p.string()));
     return p.string();
