@@ -16,6 +16,20 @@ inputs with `--device cuda` and `--device cpu`:
   PyTorch eager's own peak running the module once (the fp32/bf16 live set).
 Writes every measurement to OUT.json and prints a markdown table. GPU_BENCH_ONLY="MODEL:DTYPE,..." and
 GPU_BENCH_RUNS="e2e_cuda,..." limit what runs (a device's time budget).
+
+    python bench/gpu_bench.py PT2DIFF OUT.json --limit [--models decoder,decoder_1b,encoder]
+
+The physical limit on the GPU (issue 33, docs/performance.md "The limit on the GPU"): for the bf16 decoder
+(memory_bench.py's Llama-style model, 4 layers, d=1024, 512 tokens), the ~1B one (16 layers, d=2048, 128
+tokens) and the bf16 nn.TransformerEncoder above, each exported on the GPU:
+- the limit: one Python process that imports torch, loads the archive and inputs, runs eager once, then
+  torch.compile's first call (caches off) -- the least any tool that compiles the graph and compares it with
+  eager pays: the time from the process's spawn to the compiled call's end (each part too; the process's
+  exit, which shuts Inductor's compile workers down, is not counted), against pt2diff's whole process;
+- pt2diff end to end with its compiles overlapped (`--overlap on`) and one after the other (`off`), caches
+  off, the reports compared but for timings; and time to culprit with the planted lowering bug, overlapped;
+- peak GPU memory: pt2diff's engine (from the report) and PyTorch eager's (the module run once).
+Every figure goes to OUT.json (bench/results/gpu_limit.json) as it comes; bench/run.py renders the table.
 """
 import json
 import os
@@ -27,6 +41,8 @@ import time
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+from report_checks import without_measurements  # noqa: E402
 
 
 class Block(torch.nn.Module):
@@ -85,7 +101,9 @@ def pt2diff(cli, graph, inputs, tmp, *flags):
     culprit = loc.get("culprit") or {}
     return {"wall": round(wall, 2), "exit": run.returncode, "verdict": r["verdict"], "seconds": r["seconds"],
             "devices": r["devices"], "compiles": len(r.get("compiles", [])), "culprit": culprit.get("ops"),
-            "culprit_nodes": culprit.get("nodes"), "localize_compiles": loc.get("compiles")}
+            "culprit_nodes": culprit.get("nodes"), "localize_compiles": loc.get("compiles"),
+            "compile_seconds": {c["what"]: [round(c.get("compile_seconds", 0), 2), round(c.get("run_seconds", 0), 2)]
+                                for c in r.get("compiles", [])[:2]}}
 
 
 def save(out, rows):
@@ -136,5 +154,106 @@ def main():
               f"{peak / 2**20:.0f} / {r['pytorch_eager_peak_bytes'] / 2**20:.0f} MiB |")
 
 
+LIMIT = r'''
+import json, sys, time
+start = time.perf_counter()
+import torch
+graph, inputs, spawned = sys.argv[1], sys.argv[2], float(sys.argv[3])
+t = {"start": time.time() - spawned - (time.perf_counter() - start), "import": time.perf_counter() - start}
+ep = torch.export.load(graph)
+args = tuple(a.cuda() for a in torch.load(inputs, weights_only=True))
+m = ep.module()
+torch.cuda.synchronize()
+t["load"] = time.perf_counter() - start - sum(t.values())
+with torch.no_grad():
+    m(*args)
+    torch.cuda.synchronize()
+    t["eager"] = time.perf_counter() - start - sum(t.values())
+    torch.compile(m)(*args)
+    torch.cuda.synchronize()
+    t["compile_and_run"] = time.perf_counter() - start - sum(t.values())
+print(json.dumps(t))
+'''
+
+LIMIT_MODELS = {  # name: (memory_bench config or None for the encoder, tokens)
+    "decoder": dict(layers=4, dim=1024, ffn=2816, heads=8, vocab=32000, seq=512, dtype="bfloat16"),
+    "decoder_1b": dict(layers=16, dim=2048, ffn=5632, heads=16, vocab=32000, seq=128, dtype="bfloat16"),
+    "encoder": None,
+}
+
+
+def export_limit_model(name, tmp):
+    """Exports one of LIMIT_MODELS on the GPU; returns the archive, inputs, node count, eager's peak."""
+    cfg = LIMIT_MODELS[name]
+    if cfg is None:
+        graph, inputs, nodes, eager_peak, _ = export("nn.TransformerEncoder", models()[1][1], (8, 128, 256), torch.bfloat16, tmp)
+        return graph, inputs, nodes, eager_peak
+    import memory_bench
+    scope = {}
+    exec(memory_bench.MODEL, scope)
+    m, ids = scope["build"](cfg, "cuda")
+    with torch.no_grad():
+        ep = torch.export.export(m, (ids,))
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        m(ids)
+        torch.cuda.synchronize()
+        eager_peak = torch.cuda.max_memory_allocated()
+    graph, inputs = os.path.join(tmp, f"{name}.pt2"), os.path.join(tmp, f"{name}_inputs.pt")
+    torch.export.save(ep, graph)
+    torch.save((ids.cpu(),), inputs)
+    nodes = sum(1 for n in ep.graph.nodes if n.op == "call_function")
+    del m, ep
+    torch.cuda.empty_cache()
+    return graph, inputs, nodes, eager_peak
+
+
+def limit(graph, inputs):
+    env = dict(os.environ, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1")
+    start = time.perf_counter()
+    run = subprocess.run([sys.executable, "-c", LIMIT, graph, inputs, repr(time.time())], capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    if run.returncode != 0:
+        return {"wall": round(wall, 2), "exit": run.returncode, "error": run.stderr.strip()[-300:]}
+    return {"wall": round(wall, 2), "parts": {k: round(v, 2) for k, v in json.loads(run.stdout.strip().splitlines()[-1]).items()}}
+
+
+def main_limit(cli, out, names, runs):
+    bug = f"external:{sys.executable} {os.path.join(HERE, 'gpu_worker_bug.py')}"
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            graph, inputs, nodes, eager_peak = export_limit_model(name, tmp)
+            row = {"model": name, "config": LIMIT_MODELS[name], "nodes": nodes, "pytorch_eager_peak_bytes": eager_peak}
+            rows.append(row)
+            for i in range(runs):  # limit, serial, overlapped, alternately: a warm disk cache for each alike
+                for key, what in (("limit", None), ("e2e_serial", ("--overlap", "off")), ("e2e_overlap", ("--overlap", "on"))):
+                    if what is None:
+                        m = limit(graph, inputs)
+                    else:
+                        m = pt2diff(cli, graph, inputs, tmp, "--device", "cuda", *what)
+                        if "error" not in m:
+                            m["report"] = without_measurements(json.load(open(os.path.join(tmp, "r.json"))))
+                    row.setdefault(key, []).append(m)
+                    print(name, key, json.dumps({k: v for k, v in m.items() if k != "report"}), flush=True)
+                    save(out, rows)
+            row["culprit_overlap"] = pt2diff(cli, graph, inputs, tmp, "--device", "cuda", "--overlap", "on", "--compiled", bug)
+            print(name, "culprit_overlap", json.dumps(row["culprit_overlap"]), flush=True)
+            reports = [m.pop("report", None) for k in ("e2e_serial", "e2e_overlap") for m in row[k]]
+            row["reports_identical"] = all(r is not None and r == reports[0] for r in reports)
+            save(out, rows)
+    return 0
+
+
 if __name__ == "__main__":
+    if "--limit" in sys.argv:
+        import argparse
+        ap = argparse.ArgumentParser()
+        ap.add_argument("pt2diff")
+        ap.add_argument("out")
+        ap.add_argument("--limit", action="store_true")
+        ap.add_argument("--models", default="decoder,decoder_1b,encoder")
+        ap.add_argument("--runs", type=int, default=2)
+        a = ap.parse_args()
+        sys.exit(main_limit(a.pt2diff, a.out, a.models.split(","), a.runs))
     main()

@@ -632,6 +632,44 @@ def ren_decoder_memory(rows):
 RENDERERS["decoder_memory"] = ren_decoder_memory  # rendered from results only: bench/memory_bench.py, run by hand
 
 
+def ren_gpu_limit(rows):
+    """bench/gpu_bench.py --limit's rows (run by hand on a CUDA machine: bench/results/gpu_limit.json): pt2diff end to
+    end, compiles one after the other and overlapped, beside the limit (load + eager + one cold compile and run)."""
+    def walls(ms):
+        return ", ".join(f"{m['wall']:.1f}" if "error" not in m else f"exit {m['exit']}" for m in ms) + " s"
+
+    def mean(ms):
+        ok = [m["wall"] for m in ms if "error" not in m]
+        return sum(ok) / len(ok) if ok else float("nan")
+
+    def to_result(m):  # the limit: spawn to the compiled call's end, the process's exit left out
+        return sum(m["parts"].values()) if "parts" in m else float("nan")
+
+    out = ["| graph | nodes | limit (import / load / eager / compile and run) | pt2diff, compiles in series | "
+           "pt2diff, overlapped | e2e / limit: series -> overlapped | reports | time to culprit, overlapped | "
+           "peak GPU: pt2diff / eager |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        c, lim = r["config"], r["limit"]
+        name = (f"decoder {c['layers']} layers, d={c['dim']}, {c['dtype']}, {c['seq']} tokens" if c else
+                "nn.TransformerEncoder bfloat16 (4 layers, d=256, 8 x 128)")
+        parts = " / ".join(" or ".join(f"{m['parts'][k]:.1f}" for m in lim if "parts" in m)
+                           for k in ("import", "load", "eager", "compile_and_run"))
+        cul = r.get("culprit_overlap") or {}
+        culprit = (f"{cul['wall']:.1f} s ({', '.join(cul.get('culprit') or ['no culprit'])}; {cul.get('localize_compiles')} "
+                   f"localization compiles)" if cul and "error" not in cul else "not measured")
+        peak = ((r["e2e_overlap"][0].get("devices") or {}).get("peak_gpu_bytes", -1))
+        limit_s = [to_result(m) for m in lim if "parts" in m]
+        limit_mean = sum(limit_s) / len(limit_s) if limit_s else float("nan")
+        out.append(f"| {name} | {r['nodes']} | {', '.join(f'{x:.1f}' for x in limit_s)} s ({parts} s) | {walls(r['e2e_serial'])} | "
+                   f"{walls(r['e2e_overlap'])} | {mean(r['e2e_serial']) / limit_mean:.2f}x -> {mean(r['e2e_overlap']) / limit_mean:.2f}x | "
+                   f"{'identical' if r.get('reports_identical') else 'DIFFERENT'} but for timings | {culprit} | "
+                   f"{peak / 2**20:.0f} / {r['pytorch_eager_peak_bytes'] / 2**20:.0f} MiB |")
+    return "\n".join(out)
+
+
+RENDERERS["gpu_limit"] = ren_gpu_limit  # rendered from results only: bench/gpu_bench.py --limit, run by hand on a GPU
+
+
 def caption(res):
     m = res["machine"]
     cmds = "; ".join(f"`{shlex.join(c['argv'])}`" + (f" ({c['note']})" if c["note"] else "") for c in res["commands"])

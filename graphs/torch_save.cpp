@@ -3,11 +3,19 @@
 #include "graphs/torch_save.h"
 
 #include <caffe2/serialize/inline_container.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <caffe2/serialize/read_adapter_interface.h>
 #include <fmt/format.h>
 #include <torch/csrc/jit/serialization/import_read.h>
 #include <unordered_map>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/csrc/jit/serialization/storage_context.h>
 
 #include "graphs/archive.h"
@@ -128,14 +136,43 @@ void check_storages(const c10::IValue& root, const HeldBytes& held_by_storage, c
   }
 }
 
-c10::IValue unpickle(const std::string& bytes, const std::string& where) {
-  if (bytes.empty()) throw Error(Error::Kind::BadInputs, fmt::format("{}: empty file", where));
-  if (bytes.size() < 2 || bytes[0] != 'P' || bytes[1] != 'K')
+/// A file read where the reader asks (pread): a record at a time in memory, never the whole file.
+class FileReadAdapter final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit FileReadAdapter(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    struct stat st {};
+    if (fd_ >= 0 && ::fstat(fd_, &st) == 0) size_ = static_cast<size_t>(st.st_size);
+  }
+  ~FileReadAdapter() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool is_open() const { return fd_ >= 0; }
+  size_t size() const override { return size_; }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t got = ::pread(fd_, static_cast<char*>(buf) + done, n - done, static_cast<off_t>(pos + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      done += static_cast<size_t>(got);
+    }
+    return done;
+  }
+
+ private:
+  int fd_ = -1;
+  size_t size_ = 0;
+};
+
+c10::IValue unpickle_from(const std::shared_ptr<caffe2::serialize::ReadAdapterInterface>& in, const std::string& where) {
+  if (in->size() == 0) throw Error(Error::Kind::BadInputs, fmt::format("{}: empty file", where));
+  char magic[2] = {0, 0};
+  if (in->size() < 2 || in->read(0, magic, 2, "magic") != 2 || magic[0] != 'P' || magic[1] != 'K')
     throw Error(Error::Kind::BadInputs,
                 fmt::format("{}: not a zip-format torch.save file (legacy format or not written by torch.save): "
                             "load it in Python and save it again with torch.save(obj, path)", where));
   try {
-    caffe2::serialize::PyTorchStreamReader reader(std::make_shared<StringReadAdapter>(bytes));
+    caffe2::serialize::PyTorchStreamReader reader(in);
     if (!reader.hasRecord("data.pkl"))
       throw Error(Error::Kind::BadInputs,
                   fmt::format("{}: a zip without data.pkl, not a torch.save file (a torch.export archive goes first, "
@@ -166,6 +203,10 @@ c10::IValue unpickle(const std::string& bytes, const std::string& where) {
     throw Error(Error::Kind::BadInputs,
                 fmt::format("{}: cannot read it as inputs ({}): {}", where, cause, advice));
   }
+}
+
+c10::IValue unpickle(const std::string& bytes, const std::string& where) {
+  return unpickle_from(std::make_shared<StringReadAdapter>(bytes), where);
 }
 
 InputValue to_input_value(const c10::IValue& v, const std::string& where) {
@@ -263,22 +304,68 @@ std::string to_torch_save(const c10::IValue& value) {
   return std::string(bytes.begin(), bytes.end());
 }
 
-std::vector<char> torch_save_bytes(const std::vector<std::pair<std::string, c10::IValue>>& named) {
+namespace {
+
+c10::IValue named_tuple(const std::vector<std::pair<std::string, c10::IValue>>& named) {
   std::vector<c10::IValue> pairs;
   for (const auto& [name, value] : named) pairs.push_back(c10::ivalue::Tuple::create({c10::IValue(name), value}));
-  return torch::jit::pickle_save(on_host(c10::ivalue::Tuple::create(std::move(pairs))));
+  return on_host(c10::ivalue::Tuple::create(std::move(pairs)));
 }
+
+}  // namespace
 
 std::string to_torch_save(const std::vector<std::pair<std::string, c10::IValue>>& named) {
-  const std::vector<char> bytes = torch_save_bytes(named);
-  return std::string(bytes.begin(), bytes.end());
+  return to_torch_save(named_tuple(named));
 }
 
-std::vector<c10::IValue> values_from_torch_save(const std::string& bytes, const std::string& where) {
-  c10::IValue root = unpickle(bytes, where);
+bool write_torch_save(const std::string& path, const std::vector<std::pair<std::string, c10::IValue>>& named) {
+  // torch::jit::pickle_save's layout (the pickle, then data/0, data/1, ... one record per storage, then data.pkl),
+  // each storage's bytes written from the tensor to the file.
+  std::vector<char> pickle;
+  torch::jit::Pickler pickler([&](const char* bytes, size_t size) { pickle.insert(pickle.end(), bytes, bytes + size); });
+  pickler.protocol();
+  pickler.pushIValue(named_tuple(named));
+  pickler.stop();
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (!file) return false;
+  bool ok = true;
+  try {
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t size) {
+      const size_t written = size == 0 ? 0 : std::fwrite(bytes, 1, size, file.get());
+      ok = ok && written == size;
+      return written;
+    });
+    size_t i = 0;
+    for (const at::Tensor& t : pickler.tensorData()) {
+      const torch::jit::WriteableTensorData data = torch::jit::getWriteableTensorData(t);
+      writer.writeRecord("data/" + std::to_string(i++), data.data(), data.sizeInBytes());
+    }
+    writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+    writer.writeEndOfFile();
+  } catch (const std::exception&) {
+    return false;  // the writer throws once a write came short
+  }
+  return ok && std::fflush(file.get()) == 0 && std::ferror(file.get()) == 0;
+}
+
+namespace {
+
+std::vector<c10::IValue> values_of(const c10::IValue& root, const std::string& where) {
   if (!is_sequence(root))
     throw Error(Error::Kind::BadInputs, fmt::format("{}: holds a {}, expected a list of values", where, python_kind(root)));
   return elements(root);
+}
+
+}  // namespace
+
+std::vector<c10::IValue> values_from_torch_save(const std::string& bytes, const std::string& where) {
+  return values_of(unpickle(bytes, where), where);
+}
+
+std::vector<c10::IValue> values_from_torch_save_file(const std::string& path) {
+  auto in = std::make_shared<FileReadAdapter>(path);
+  if (!in->is_open()) throw Error(Error::Kind::BadInputs, fmt::format("{}: cannot open it: {}", path, std::strerror(errno)));
+  return values_of(unpickle_from(in, path), path);
 }
 
 }  // namespace pt2diff

@@ -21,10 +21,13 @@ at::Tensor tensor_from_torch_save(const std::string& bytes, const std::string& w
 /// weights_only loading rejects. Named values travel as a tuple of (name, value) pairs.
 std::string to_torch_save(const c10::IValue& tuple_of_values);
 std::string to_torch_save(const std::vector<std::pair<std::string, c10::IValue>>& named);
-/// The same file's bytes as libtorch's writer makes them, without the copy into a string (a region's inputs
-/// for a worker can be most of the run's values: one copy of them fewer in memory while they are written).
-std::vector<char> torch_save_bytes(const std::vector<std::pair<std::string, c10::IValue>>& named);
+/// The same file written to `path`, each storage's bytes from its tensor straight to the file (a region's
+/// inputs for a worker can be most of the run's values: no copy of them in memory while they are written).
+/// False when the file cannot be opened or a write came short (a full disk).
+bool write_torch_save(const std::string& path, const std::vector<std::pair<std::string, c10::IValue>>& named);
 /// Reads a torch.save file holding a list or tuple of tensors, numbers and None (a worker's outputs).
 std::vector<c10::IValue> values_from_torch_save(const std::string& bytes, const std::string& where);
+/// The same, read from the file at `path` a record at a time (its bytes are never all in memory at once).
+std::vector<c10::IValue> values_from_torch_save_file(const std::string& path);
 
 }  // namespace pt2diff

@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include "engine/backends/worker_process.h"
 #include "engine/backends/worker_server.h"
@@ -106,19 +105,21 @@ std::string fatal_error(const fs::path& file) {
   return where;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 /// A torch.save file is a zip, which ends with its end-of-central-directory record (within its last
 /// 22 + 65535 bytes): a zip without one was cut short (a worker killed mid-write, a full disk).
-bool cut_short(const std::string& bytes) {
-  if (bytes.size() < 2 || bytes.compare(0, 2, "PK") != 0) return false;  // not a zip at all: the reader says so
-  const size_t tail = std::min<size_t>(bytes.size(), 22 + 65535);
-  return bytes.find("PK\x05\x06", bytes.size() - tail) == std::string::npos;
+/// Reads its first two bytes and its tail only; the file's size in `size`.
+bool file_cut_short(const fs::path& p, uintmax_t& size) {
+  std::error_code ec;
+  size = fs::file_size(p, ec);
+  if (ec) return false;
+  std::ifstream in(p, std::ios::binary);
+  std::string head(2, '\0');
+  if (size < 2 || !in.read(head.data(), 2) || head != "PK") return false;  // not a zip at all: the reader says so
+  const uintmax_t tail = std::min<uintmax_t>(size, 22 + 65535);
+  std::string end(static_cast<size_t>(tail), '\0');
+  in.seekg(static_cast<std::streamoff>(size - tail));
+  if (!in.read(end.data(), static_cast<std::streamsize>(tail))) return false;
+  return end.find("PK\x05\x06") == std::string::npos;
 }
 
 /// "float32[4, 16]"; "a Double" for a value that is not a tensor.
@@ -175,9 +176,14 @@ KernelMap read_kernel_map(const json& reply, const std::string& file, const std:
   std::error_code ec;
   try {
     const json& infos = reply.at("observed");
-    const std::string bytes = read_file(file);
+    std::vector<c10::IValue> tensors;
+    try {
+      tensors = values_from_torch_save_file(file);
+    } catch (...) {
+      fs::remove(file, ec);
+      throw;
+    }
     fs::remove(file, ec);
-    std::vector<c10::IValue> tensors = values_from_torch_save(bytes, file);
     if (tensors.size() != infos.size())
       return {fmt::format("the {} observed {} buffers but described {}", label, tensors.size(), infos.size()), {}, {}};
     for (size_t i = 0; i < infos.size(); ++i) {
@@ -431,9 +437,7 @@ struct WorkerBackend::Impl {
     for (size_t i = 0; i < region.inputs.size(); ++i)
       if (!state_values.count(region.inputs[i])) named.emplace_back(g.value(region.inputs[i]).name, values.at(i));
     fs::path p = dir / fmt::format("{}-{}.pt", stem, ++files);
-    std::ofstream out(p, std::ios::binary);
-    const std::vector<char> bytes = torch_save_bytes(named);
-    if (!out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+    if (!write_torch_save(p.string(), named))
       throw BackendFailure(BackendFailure::Kind::RunFailed, fmt::format("cannot write {} (disk full?)", p.string()));
     return p.string();
   }
@@ -526,6 +530,15 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile_with(const RegionSpec& re
 
 double WorkerBackend::startup_seconds() const { return impl_->startup_seconds; }
 
+void WorkerBackend::start_ahead() {
+  if (impl_->process || impl_->dead) return;
+  try {
+    impl_->start();
+  } catch (const BackendFailure&) {
+    impl_->process.reset();  // compile() starts it again and reports what failed, as without start_ahead
+  }
+}
+
 std::vector<std::string> WorkerBackend::export_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs,
                                                     const std::string& archive, const std::string& inputs_file) {
   const Graph& g = impl_->program.ir.graph;
@@ -558,17 +571,21 @@ std::vector<c10::IValue> WorkerBackend::run(const std::string& region_id, const 
     throw BackendFailure(BackendFailure::Kind::RunFailed,
                          fmt::format("the {} answered ok while {} but wrote no outputs file", impl_->label, activity));
   }
-  const std::string bytes = read_file(out);
-  fs::remove(out, ec);
-  if (cut_short(bytes))
+  // Read from the file a record at a time: a region's outputs can be most of the run's values.
+  uintmax_t size = 0;
+  if (file_cut_short(out, size)) {
+    fs::remove(out, ec);
     throw BackendFailure(BackendFailure::Kind::RunFailed,
                          fmt::format("the {}'s outputs file is truncated after {}: {} bytes of a torch.save zip without its end "
                                      "record (a write cut short: the worker died or its disk filled up)",
-                                     impl_->label, activity, bytes.size()));
+                                     impl_->label, activity, size));
+  }
   std::vector<c10::IValue> values;
   try {
-    values = values_from_torch_save(bytes, out);
+    values = values_from_torch_save_file(out);
+    fs::remove(out, ec);
   } catch (const Error& e) {
+    fs::remove(out, ec);
     throw BackendFailure(BackendFailure::Kind::RunFailed,
                          fmt::format("the {}'s outputs are unreadable after {}: {}", impl_->label, activity, first_line(e.what())));
   }

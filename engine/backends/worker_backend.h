@@ -25,6 +25,7 @@ class WorkerBackend final : public Backend {
   bool leaves_eager() const override { return true; }
   bool compiles_apart() const override { return true; }
   double startup_seconds() const override;
+  void start_ahead() override;
   std::unique_ptr<CompiledRegion> compile(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs) override;
   /// Compiles in this worker with `options`' inductor_config, matmul_precision and no_tf32 (the compile
   /// request's "config" and "settings"); every other option stays this backend's.

@@ -16,11 +16,13 @@ namespace pt2diff {
 bool overlaps(const RunState& s);
 
 /// After plan_run: when overlaps(), the whole graph's compile (compile_whole_graph) starts in a thread;
-/// compile_graph waits for it. Progress lines come from that thread meanwhile.
+/// compile_graph waits for it. Progress lines come from that thread meanwhile. When the run compiles exploded,
+/// the second worker (a backend like the run's) is made and started too, in another thread
+/// (Backend::start_ahead: its imports and archive load beside the reference runs).
 void start_graph_compile(RunState& s);
 
-/// After run_references: when overlaps() and the run compiles exploded, the exploded compile and run on a
-/// second worker (a backend like the run's, made here) in this thread, while the whole graph's compile goes
+/// After run_references: when overlaps() and the run compiles exploded, the exploded compile and run on the
+/// second worker (started by start_graph_compile; waited for here) in this thread, while the whole graph's compile goes
 /// on; compile_exploded takes it (RunState::exploded_ahead) and ends that worker. Its progress lines wait
 /// until the whole graph's compile is done (one line, one compile at a time).
 void compile_exploded_ahead(RunState& s);

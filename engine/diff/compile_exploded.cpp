@@ -26,7 +26,7 @@ ExplodedCompile exploded_request(const RunState& s) {
            (eager.isTensor() && !eager.toTensor().defined());
   });
   ExplodedCompile x;
-  for (ValueId v : ops.inputs) x.inputs.push_back(s.reference.rounded[static_cast<size_t>(v)]);
+  x.inputs = s.reference.rounded(ops.inputs);
   x.ops = std::move(ops);
   return x;
 }
@@ -38,6 +38,7 @@ void compile_exploded(RunState& s) {
   // would have without, and the second worker ends.
   std::optional<ExplodedCompile> ahead = std::move(s.exploded_ahead);
   s.exploded_ahead.reset();
+  if (s.exploded_start.valid()) s.exploded_start.wait();  // its start-up ahead, were it still under way
   s.exploded_backend.reset();
   // A worker that hung, died twice or cannot run here at all is not asked again.
   const bool worker_lost = !r.compiles.empty() && r.compiles.back().failure && loses_compiler(*r.compiles.back().failure);
@@ -71,7 +72,7 @@ void compile_exploded(RunState& s) {
       auto it = compiled_by_name.find(ve.name);
       const ValueId id = g.find(ve.name);
       const auto pos = std::find(outs.begin(), outs.end(), id);
-      const c10::IValue& ref = s.reference.fp64[static_cast<size_t>(id)];
+      const c10::IValue ref = s.reference.fp64_of(id);
       if (it == compiled_by_name.end() || pos == outs.end() || !it->second->isTensor() || !ref.isTensor()) continue;
       const c10::IValue& eager_local = eager_outs[static_cast<size_t>(pos - outs.begin())];
       if (!eager_local.isTensor()) continue;

@@ -58,7 +58,8 @@ void judge_kernels(RunState& s) {
   for (const Node& n : g.nodes()) node_by_name[n.name] = n.id;
   std::map<std::string, size_t> call_index;  // kernel call → its entry in t.kernels
   NodeId first_failing_node = -1;
-  for (const ObservedBuffer& b : s.observed->buffers) {
+  // Each buffer's copy is let go once judged: no later stage reads it (the table keeps its figures).
+  for (ObservedBuffer& b : s.observed->buffers) {
     auto [it, fresh] = call_index.emplace(b.call, t.kernels.size());
     if (fresh) {
       KernelCall k;
@@ -95,7 +96,7 @@ void judge_kernels(RunState& s) {
     }
     if (v != kNoValue) {
       const c10::IValue& eager = s.reference.eager[static_cast<size_t>(v)];
-      const c10::IValue& fp64 = s.reference.fp64[static_cast<size_t>(v)];
+      const c10::IValue fp64 = s.reference.fp64_of(v);
       if (!eager.isTensor() || !fp64.isTensor() || !eager.toTensor().defined() || !fp64.toTensor().defined()) {
         kb.why_not = "no eager or fp64 value kept for " + g.value(v).name;
       } else if (s.uncomparable_values.count(g.value(v).name)) {
@@ -126,6 +127,7 @@ void judge_kernels(RunState& s) {
       }
     }
     k.buffers.push_back(std::move(kb));
+    b.value = at::Tensor();
   }
 }
 

@@ -11,8 +11,8 @@ namespace pt2diff {
 /// cancel, the result is far smaller than they are, and a scalar loop (Inductor's reduction on a CPU
 /// without vector ISA) lands several times farther from fp64 than ATen's cascade sum while being
 /// correct. Other ops, and bf16/fp16 reductions (accumulated in fp32; their output rounding dominates),
-/// keep error_ratio()'s floor. `n` is the node defining `ve`; its input terms are read from the kept
-/// values fed to the exploded compile (RunState::reference.rounded).
+/// keep error_ratio()'s floor. `n` is the node defining `ve`; its input terms are the kept fp64 values
+/// rounded as they are fed to the exploded compile (ReferenceRuns::rounded).
 double compiled_local_ratio(const RunState& s, const Node& n, const ValueError& ve);
 
 }  // namespace pt2diff

@@ -126,7 +126,7 @@ std::vector<Hint> explain(const Program& program, const BoundInputs& inputs, con
   Culprit window;
   for (NodeId id : window_nodes(g, begin, end)) window.nodes.push_back(g.node(id).name);
   for (ValueId v : end.output_values())
-    if (state.reference.fp64[static_cast<size_t>(v)].isTensor()) {
+    if (state.reference.fp64_of(v).isTensor()) {
       window.value = g.value(v).name;
       break;
     }

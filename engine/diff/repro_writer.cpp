@@ -58,8 +58,7 @@ Repro write_repro(const Program& program, const Culprit& culprit, const Referenc
   repro.archive = (fs::path(options.repro_dir) / "repro.pt2").string();
   repro.inputs = (fs::path(options.repro_dir) / "repro_inputs.pt").string();
   const RegionSpec region = RegionSpec::fused(g, window, g.node(window.back()).output_values());
-  std::vector<c10::IValue> inputs;
-  for (ValueId v : region.inputs) inputs.push_back(refs.rounded[static_cast<size_t>(v)]);
+  const std::vector<c10::IValue> inputs = refs.rounded(region.inputs);
   try {
     BackendOptions worker_options = options.backend;
     worker_options.device = repro_device(program, options);

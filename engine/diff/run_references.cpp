@@ -31,27 +31,67 @@ ValueError value_error(const Graph& g, ValueId v, const c10::IValue& native, con
   return e;
 }
 
-/// The graph inputs of the reference runs (an upcast input rounds back to itself).
-ReferenceRuns start_reference(const Program& program, const BoundInputs& inputs) {
+/// A dropped fp64 value is made again by at most this many cheap ops: its node's, and those of the dropped
+/// values it reads, recursively (a chain of pointwise ops between kept values).
+constexpr int kMaxRerunOps = 4;
+
+/// The graph inputs of the reference runs (an upcast input rounds back to itself); fp64 values dropped
+/// where they can be made again exactly, by the run's interpreter (never with `copy`: ops write in place).
+ReferenceRuns start_reference(const Program& program, const BoundInputs& inputs, const Interpreter& interpreter, bool copy) {
   ReferenceRuns reference;
   reference.eager = graph_input_values(program, inputs);
-  reference.rounded = reference.eager;
   reference.fp64.resize(program.ir.graph.values().size());
+  reference.separate = copy;
+  reference.dropped.assign(program.ir.graph.values().size(), 0);
+  reference.graph = &program.ir.graph;
+  reference.rerun = [&interpreter](NodeId id, const std::function<c10::IValue(ValueId)>& fp64_of) {
+    return interpreter.rerun_fp64(id, fp64_of);
+  };
   return reference;
 }
 
-/// Keeps a lockstep step's values: eager, fp64, and fp64 rounded to the native dtype. `copy` when a
-/// later op may mutate them in place.
-void keep_reference(const NodeStep& step, ReferenceRuns& reference, bool copy) {
+/// Whether a step's fp64 outputs can be dropped, and `ops`, the cheap ops that make them again: a node the
+/// interpreter reruns exactly, all of whose outputs are tensors no later stage reads from the runs' outputs,
+/// that costs at most kMaxRerunOps with the dropped values it reads, and that frees memory (its outputs do
+/// not share storage with a kept input: a view of a kept value costs nothing). Never when ops write in place.
+bool droppable(const Graph& g, const NodeStep& step, const ReferenceRuns& reference, const Interpreter& interpreter,
+               const std::vector<int>& rerun_ops, bool copy, int& ops) {
+  if (copy || !interpreter.reruns_exactly(step.node.id)) return false;
+  const auto outs = step.node.output_values();
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (g.value(outs[i]).is_graph_output || !step.fp64[i].isTensor() || !step.fp64[i].toTensor().defined() ||
+        !step.fp64[i].toTensor().has_storage())
+      return false;
+  ops = 1;
+  for (ValueId in : step.node.input_values()) {
+    const auto i = static_cast<size_t>(in);
+    ops += rerun_ops[i];
+    if (reference.dropped[i] || !reference.fp64[i].isTensor()) continue;
+    const at::Tensor& kept = reference.fp64[i].toTensor();
+    if (!kept.defined() || !kept.has_storage()) continue;
+    for (const c10::IValue& out : step.fp64)
+      if (out.toTensor().storage().is_alias_of(kept.storage())) return false;
+  }
+  return ops <= kMaxRerunOps;
+}
+
+/// Keeps a lockstep step's values: eager and fp64 (or marks its fp64 values dropped). `copy` when a later op
+/// may mutate them in place.
+void keep_reference(const Graph& g, const NodeStep& step, ReferenceRuns& reference, const Interpreter& interpreter,
+                    std::vector<int>& rerun_ops, bool copy) {
   auto kept = [copy](const c10::IValue& v) { return copy && v.isTensor() ? c10::IValue(v.toTensor().clone()) : v; };
+  int ops = 0;
+  const bool drop = droppable(g, step, reference, interpreter, rerun_ops, copy, ops);
   const auto outs = step.node.output_values();
   for (size_t i = 0; i < outs.size(); ++i) {
     const size_t v = static_cast<size_t>(outs[i]);
     reference.eager[v] = kept(step.native[i]);
-    reference.fp64[v] = kept(step.fp64[i]);
-    reference.rounded[v] = step.fp64[i].isTensor() && step.native[i].isTensor()
-                               ? c10::IValue(reference.fp64[v].toTensor().to(step.native[i].toTensor().scalar_type()))
-                               : reference.eager[v];
+    if (drop) {
+      reference.dropped[v] = 1;
+      rerun_ops[v] = ops;
+    } else {
+      reference.fp64[v] = kept(step.fp64[i]);
+    }
   }
 }
 
@@ -107,10 +147,14 @@ std::optional<at::ScalarType> working_dtype(const Graph& g, const Node& n) {
 void run_references(RunState& s) {
   const Graph& g = s.program.ir.graph;
   DiffResult& r = s.result;
-  if (s.keep) s.reference = start_reference(s.program, s.inputs);
+  std::vector<int> rerun_ops;  // by ValueId: the cheap ops that make a dropped fp64 value again
+  if (s.keep) {
+    s.reference = start_reference(s.program, s.inputs, s.interpreter, s.mutating);
+    rerun_ops.assign(g.values().size(), 0);
+  }
   s.runs = s.interpreter.run_lockstep(s.inputs, [&](const NodeStep& step) {
     r.nodes.push_back(node_error(g, step, s.options.keep_values, s.mutating, *r.values));
-    if (s.keep) keep_reference(step, s.reference, s.mutating);
+    if (s.keep) keep_reference(g, step, s.reference, s.interpreter, rerun_ops, s.mutating);
   });
   r.fixups = s.runs.fp64.fixups;
   r.autocast = autocast_regions(g);

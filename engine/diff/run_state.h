@@ -84,6 +84,8 @@ struct RunState {
   // compile_ahead.h (DiffOptions::overlap): the compiles started before their stages, taken by them.
   bool owns_backend = false;                   ///< `backend` is diff()'s own, made for this run
   std::unique_ptr<Backend> exploded_backend;   ///< the second worker of the exploded compile ahead
+  std::future<void> exploded_start;            ///< its start-up (Backend::start_ahead), waited for before it is used
+  std::atomic<bool> exploded_starting{false};  ///< that start-up is under way (no progress lines from it meanwhile)
   std::optional<ExplodedCompile> exploded_ahead;
   std::atomic<bool> graph_compiling{false};    ///< the whole graph's compile ahead is under way (progress lines)
   std::future<void> graph_ahead;               ///< last: waited for (destroyed) before what its thread writes

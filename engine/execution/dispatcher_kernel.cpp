@@ -86,6 +86,8 @@ class DispatcherKernel : public Kernel {
         written_.push_back(a.name());
       }
     for (const c10::Argument& r : schema.returns()) aliases_ = aliases_ || r.alias_info() != nullptr;
+    reruns_exactly_ = (op_.hasTag(at::Tag::pointwise) || aliases_) && !is_random_ && !mutates_ && !is_bitcast_ &&
+                      !is_metadata_assert_;
     for (const NamedArgument& a : node.inputs)
       if (a.arg.kind == Argument::Kind::Device && runs_elsewhere(a.arg.as<Device>()))
         device_rewrite_ = fmt::format("{} {} -> cpu", a.name, a.arg.as<Device>().str());
@@ -96,6 +98,7 @@ class DispatcherKernel : public Kernel {
   std::vector<std::string> written_arguments() const override { return written_; }
   bool output_may_alias_input() const override { return aliases_; }
   std::string device_rewrite() const override { return device_rewrite_; }
+  bool reruns_exactly() const override { return reruns_exactly_; }
 
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
     // The reference run has no lower dtypes to assert on; the native run keeps the check.
@@ -238,6 +241,7 @@ class DispatcherKernel : public Kernel {
   bool is_random_ = false;
   bool mutates_ = false;
   bool aliases_ = false;
+  bool reruns_exactly_ = false;
   std::vector<std::string> written_;
 };
 
@@ -264,6 +268,7 @@ class AutoFunctionalizedKernel final : public DispatcherKernel {
   bool mutates_inputs() const override { return false; }  // it mutates clones
   std::vector<std::string> written_arguments() const override { return {}; }
   bool output_may_alias_input() const override { return false; }  // it returns the op's outputs and the clones
+  bool reruns_exactly() const override { return false; }
 
   void run(const Node& node, const Graph& g, Frame& f, const ExecContext& ctx) const override {
     std::unordered_map<std::string, c10::IValue> given;

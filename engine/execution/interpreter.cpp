@@ -522,6 +522,38 @@ void fill_local_inputs(const Kernel& kernel, const std::vector<ValueId>& ins, co
 
 }  // namespace
 
+bool Interpreter::reruns_exactly(NodeId id) const {
+  const Graph& g = impl_->program.ir.graph;
+  const Kernel* kernel = impl_->plans.at(&g).kernels.at(static_cast<size_t>(id)).get();
+  return kernel && kernel->reruns_exactly();
+}
+
+std::vector<c10::IValue> Interpreter::rerun_fp64(NodeId id, const std::function<c10::IValue(ValueId)>& fp64_of) const {
+  c10::InferenceMode inference;
+  DefaultDtypeGuard default_dtype(Precision::Fp64);
+  const Graph& g = impl_->program.ir.graph;
+  const Node& n = g.node(id);
+  const Kernel& kernel = *impl_->plans.at(&g).kernels.at(static_cast<size_t>(id));
+  RunResult scratch_result;
+  std::set<std::string> fixups;
+  const ExecContext ctx = impl_->context(Precision::Fp64, scratch_result, fixups);
+  Frame f;
+  f.values.resize(g.values().size());
+  for (ValueId v : n.input_values()) {
+    c10::IValue value = fp64_of(v);
+    // A graph input as the fp64 run reads it: on its device, cast when first read (LazyReference).
+    if (g.value(v).producer == kGraphInput && value.isTensor() && value.toTensor().defined()) {
+      const at::Tensor& t = value.toTensor();
+      value = to_reference(t.device() == ctx.device ? t : t.to(ctx.device));
+    }
+    f.values[static_cast<size_t>(v)] = std::move(value);
+  }
+  run_guarded(n, Precision::Fp64, [&] { kernel.run(n, g, f, ctx); });
+  std::vector<c10::IValue> outs;
+  for (ValueId v : n.output_values()) outs.push_back(std::move(f.values[static_cast<size_t>(v)]));
+  return outs;
+}
+
 LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::function<void(const NodeStep&)>& on_node) const {
   c10::InferenceMode inference;
   impl_->reseed();

@@ -48,6 +48,8 @@ class Kernel {
   /// How this kernel departs from the node as written so that a graph exported on a GPU runs on the
   /// CPU ("device cuda:0 -> cpu", a CUDA-only op run as its reference form); empty when it does not.
   virtual std::string device_rewrite() const { return {}; }
+  /// Interpreter::reruns_exactly(): a pointwise op or a view, neither random nor writing in place.
+  virtual bool reruns_exactly() const { return false; }
 };
 
 /// Chooses the kernel for `node` of `graph`, or returns nullptr and sets `why` when nothing can run it.

@@ -66,7 +66,9 @@ class CompiledOracle final : public RegionOracle {
         if (passed_on) judged.push_back(v);
       }
     RegionSpec region = RegionSpec::fused(g_, nodes, judged);
-    return ask({'p', 0, end}, region, refs_.eager, [&](const std::vector<c10::IValue>&) {
+    std::vector<c10::IValue> given;
+    for (ValueId v : region.inputs) given.push_back(refs_.eager[static_cast<size_t>(v)]);
+    return ask({'p', 0, end}, region, std::move(given), [&](const std::vector<c10::IValue>&) {
       std::vector<c10::IValue> eager;
       for (ValueId v : judged) eager.push_back(refs_.eager[static_cast<size_t>(v)]);
       return eager;
@@ -77,7 +79,7 @@ class CompiledOracle final : public RegionOracle {
     std::vector<NodeId> nodes = window_nodes(begin, end);
     std::vector<ValueId> judged = g_.node(cone_[end - 1]).output_values();
     RegionSpec region = RegionSpec::fused(g_, nodes, judged);
-    return ask({'w', begin, end}, region, refs_.rounded, [&](const std::vector<c10::IValue>& inputs) {
+    return ask({'w', begin, end}, region, refs_.rounded(region.inputs), [&](const std::vector<c10::IValue>& inputs) {
       return interpreter_.run_region(region, inputs);  // eager from the same boundary values
     });
   }
@@ -103,11 +105,9 @@ class CompiledOracle final : public RegionOracle {
   }
 
   template <class EagerFn>
-  ProbeAnswer ask(std::tuple<char, size_t, size_t> key, const RegionSpec& region, const std::vector<c10::IValue>& source, EagerFn eager_of) {
+  ProbeAnswer ask(std::tuple<char, size_t, size_t> key, const RegionSpec& region, std::vector<c10::IValue> inputs, EagerFn eager_of) {
     const auto start = std::chrono::steady_clock::now();
     ProbeAnswer a;
-    std::vector<c10::IValue> inputs;
-    for (ValueId v : region.inputs) inputs.push_back(source[static_cast<size_t>(v)]);
     std::vector<c10::IValue> compiled;
     const auto backend_start = std::chrono::steady_clock::now();
     try {
@@ -133,7 +133,7 @@ class CompiledOracle final : public RegionOracle {
     double closest = -1;
     for (size_t i = 0; i < region.outputs.size(); ++i) {
       const ValueId v = region.outputs[i];
-      const c10::IValue& fp64 = refs_.fp64[static_cast<size_t>(v)];
+      const c10::IValue fp64 = refs_.fp64_of(v);
       if (uncomparable_.count(v) || !compiled[i].isTensor() || !eager[i].isTensor() || !fp64.isTensor()) continue;
       Verdict verdict = judge(compiled[i].toTensor(), eager[i].toTensor(), fp64.toTensor(), rule_);
       const bool fails = counts_as_failing(verdict, suspicious_fails_);
@@ -166,6 +166,66 @@ class CompiledOracle final : public RegionOracle {
 };
 
 }  // namespace
+
+c10::IValue ReferenceRuns::fp64_of(ValueId value) const {
+  const auto i = static_cast<size_t>(value);
+  if (i >= dropped.size() || !dropped[i]) return fp64.at(i);
+  const Value& v = graph->value(value);
+  const std::vector<ValueId> outs = graph->node(v.producer).output_values();
+  std::vector<c10::IValue> made = rerun(v.producer, [this](ValueId in) {
+    return graph->value(in).producer == kGraphInput ? eager.at(static_cast<size_t>(in)) : fp64_of(in);
+  });
+  return made.at(static_cast<size_t>(std::find(outs.begin(), outs.end(), value) - outs.begin()));
+}
+
+std::vector<c10::IValue> ReferenceRuns::rounded(const std::vector<ValueId>& values) const {
+  auto is_dropped = [&](ValueId v) { return static_cast<size_t>(v) < dropped.size() && dropped[static_cast<size_t>(v)]; };
+  // A value's fp64 tensor and the dtype it rounds to; undefined when the value is its eager value (no fp64
+  // tensor: a graph input, a symbol) or the fp64 run's own (same dtype: integers, float8). A dropped value is
+  // made again one at a time below, rounded alone, and let go.
+  auto rounding = [&](ValueId v) -> std::pair<at::Tensor, at::ScalarType> {
+    if (is_dropped(v)) return {};
+    const c10::IValue& ref = fp64[static_cast<size_t>(v)];
+    const c10::IValue& native = eager[static_cast<size_t>(v)];
+    if (!ref.isTensor() || !native.isTensor() || !ref.toTensor().defined() || !native.toTensor().defined()) return {};
+    return {ref.toTensor(), native.toTensor().scalar_type()};
+  };
+  // A storage is rounded whole, once per dtype, and each value is its view of that, where the views asked
+  // cover at least half of it; a small slice of a large tensor is rounded alone.
+  using Key = std::pair<const void*, at::ScalarType>;
+  auto shareable = [&](const at::Tensor& t) {
+    return !separate && t.layout() == at::kStrided && t.has_storage() && t.storage().data() != nullptr && !t.is_conj() &&
+           !t.is_neg() && t.storage().nbytes() % t.element_size() == 0;
+  };
+  std::map<Key, int64_t> widest;  // the most elements a view of the storage asks
+  for (ValueId v : values)
+    if (auto [t, dtype] = rounding(v); t.defined() && t.scalar_type() != dtype && shareable(t))
+      widest[{t.storage().data(), dtype}] = std::max(widest[{t.storage().data(), dtype}], t.numel());
+  std::map<Key, at::Tensor> whole;
+  std::vector<c10::IValue> out;
+  out.reserve(values.size());
+  for (ValueId v : values) {
+    auto [t, dtype] = rounding(v);
+    if (is_dropped(v)) {
+      const c10::IValue made = fp64_of(v);
+      const c10::IValue& native = eager[static_cast<size_t>(v)];
+      out.push_back(made.isTensor() && native.isTensor() ? c10::IValue(made.toTensor().to(native.toTensor().scalar_type())) : native);
+    } else if (!t.defined()) {
+      out.push_back(eager[static_cast<size_t>(v)]);
+    } else if (t.scalar_type() == dtype) {
+      out.push_back(separate ? t.clone() : t);
+    } else if (!shareable(t) || 2 * widest.at({t.storage().data(), dtype}) < static_cast<int64_t>(t.storage().nbytes() / t.element_size())) {
+      out.push_back(t.to(dtype));
+    } else {
+      const c10::Storage& storage = t.storage();
+      at::Tensor& flat = whole[{storage.data(), dtype}];
+      if (!flat.defined())
+        flat = t.new_empty({0}).set_(storage, 0, {static_cast<int64_t>(storage.nbytes() / t.element_size())}, {1}).to(dtype);
+      out.push_back(flat.as_strided(t.sizes(), t.strides(), t.storage_offset()));
+    }
+  }
+  return out;
+}
 
 std::unique_ptr<RegionOracle> make_compiled_oracle(const Program& program, Backend& backend, const Interpreter& interpreter,
                                                    const ReferenceRuns& refs, std::vector<NodeId> cone,

@@ -1,6 +1,7 @@
 // engine/localize/compiled_oracle.h — answers probes with a backend and the verdict rule.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -13,10 +14,31 @@
 
 namespace pt2diff {
 
-/// Every value of one run, indexed by ValueId: the eager (native) run, the fp64 run, and the fp64
-/// run rounded to each value's native dtype (what a window is fed at its boundary).
+/// Every value of one run, indexed by ValueId: the eager (native) run and the fp64 run (None for the graph
+/// inputs, which the fp64 run casts when read). What a window is fed at its boundary, the fp64 values rounded
+/// to their native dtypes, is made when asked: kept, it would be a third copy of every value (12 bytes per
+/// bf16 element instead of 10; more where views would each have been rounded to a tensor of their own).
+/// The fp64 values of cheap nodes (Interpreter::reruns_exactly) may be dropped and made again when asked:
+/// read fp64 values with fp64_of(), never `fp64` directly.
 struct ReferenceRuns {
-  std::vector<c10::IValue> eager, fp64, rounded;
+  std::vector<c10::IValue> eager, fp64;
+  /// Rounded values do not share memory with each other (an op of the graph writes into its inputs).
+  bool separate = false;
+  /// By ValueId: the fp64 value was not kept (its slot in `fp64` is None); `rerun` makes it again.
+  std::vector<char> dropped;
+  const Graph* graph = nullptr;
+  /// Interpreter::rerun_fp64 of the run: a node's fp64 outputs from its inputs' fp64 values.
+  std::function<std::vector<c10::IValue>(NodeId, const std::function<c10::IValue(ValueId)>&)> rerun;
+
+  /// The fp64 run's value of `value`: kept, or made again from the kept values it derives from.
+  c10::IValue fp64_of(ValueId value) const;
+
+  /// The fp64 values of `values` rounded to their eager dtypes, in order; a value without an fp64 tensor
+  /// (a graph input, a symbol) is its eager value. Rounding is elementwise, so views of one fp64 tensor
+  /// come back as the same views of one rounded tensor (unless `separate`): one rounding per storage, and
+  /// the views share it as eager's do.
+  std::vector<c10::IValue> rounded(const std::vector<ValueId>& values) const;
+  c10::IValue rounded(ValueId value) const { return rounded(std::vector<ValueId>{value}).front(); }
 };
 
 /// The ancestors of `failing` (values) in topological order: everything that can change them.

@@ -11,6 +11,9 @@ without them (a ctest).
    wrapper that notes when each starts (worker server off): without overlap one worker; with it two, the
    second (the exploded compile's) started while the first was still compiling the whole graph.
 2. A clean graph (attention_core, stock Inductor): the same report either way.
+3. A compiler that cannot start (a worker that exits at once): with overlap the second worker's start ahead
+   (Backend::start_ahead) fails unreported, and the run reports what it reports without overlap, exit code
+   and report alike.
 """
 import json
 import os
@@ -102,6 +105,20 @@ def main():
         if clean["off"] and clean["on"]:
             d = first_difference(without_measurements(clean["off"]), without_measurements(clean["on"]))
             check(d is None, "attention_core: the same report with and without overlap", d)
+
+        # 3. a compiler that cannot start
+        dead, codes = {}, {}
+        for overlap in ("off", "on"):
+            run, dead[overlap] = diff(pt2diff, [graph, inputs, "--compiled", "external:/bin/false", "--overlap", overlap],
+                                      os.path.join(tmp, f"dead-{overlap}.json"))
+            codes[overlap] = run.returncode
+        failed = ((dead["off"] or {}).get("compiles") or [{}])[0]
+        check(codes["off"] == codes["on"] and codes["off"] not in (0, 1) and failed.get("ok") is False,
+              f"a worker that cannot start: exit {codes['off']} without overlap, {codes['on']} with; compile failure "
+              f"'{failed.get('failure')}'")
+        if dead["off"] and dead["on"]:
+            d = first_difference(without_measurements(dead["off"]), without_measurements(dead["on"]))
+            check(d is None, "a worker that cannot start: the same report with and without overlap", d)
 
     if failures:
         print(f"FAILED: {len(failures)} checks")

@@ -100,6 +100,12 @@ class Backend {
   /// restarts): the part of a compiler-bound run that is neither compiling nor running. 0 for
   /// backends that compile in this process.
   virtual double startup_seconds() const { return 0; }
+  /// Starts now what the first compile() would start (a worker process: its imports and its load of the
+  /// archive), so that this start-up overlaps the caller's other work; compile() then finds it running. A
+  /// start that fails here is not reported: compile() meets the failure again and throws it as it would have.
+  /// Not concurrent with this backend's other calls: the caller waits for it before compile(). This base:
+  /// nothing to start.
+  virtual void start_ahead() {}
   /// A backend that compiles as this one does but with `options`' compiler settings (inductor_config,
   /// matmul_precision, no_tf32: what a worker applies per compile request, docs/worker-protocol.md) in
   /// place of its own, in this backend's compiler process: a compiler lever's compile (the hints) without

@@ -113,9 +113,6 @@ class Interpreter {
   /// Runs the whole graph. Throws pt2diff::Error naming the node (op, source line) if an op fails.
   RunResult run(const BoundInputs& inputs, const RunOptions& options = {}) const;
 
-  /// Runs native and fp64 side by side, node by node, plus every node's local run, calling
-  /// `on_node` after each top-level node. Values are freed after their last use in both runs, so
-  /// memory stays that of two runs, however long the graph.
   /// Runs a region alone in native dtypes: `inputs` holds one value per RegionSpec::inputs entry;
   /// returns one value per RegionSpec::outputs entry. Exploded regions run each node on the given
   /// values of its inputs. Honors RunOptions::after_node. Precision Native or Widened (inputs in
@@ -123,7 +120,19 @@ class Interpreter {
   std::vector<c10::IValue> run_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs,
                                       const RunOptions& options = {}) const;
 
+  /// Runs native and fp64 side by side, node by node, plus every node's local run, calling
+  /// `on_node` after each top-level node. Values are freed after their last use in both runs, so
+  /// memory stays that of two runs, however long the graph.
   LockstepResult run_lockstep(const BoundInputs& inputs, const std::function<void(const NodeStep&)>& on_node) const;
+
+  /// Whether rerun_fp64() of top-level node `id` is cheap and gives back the bits the fp64 run made: a
+  /// pointwise op or a view, neither random nor writing in place (a matmul, a reduction or attention is
+  /// not: their kernels are costly, and may sum in another order on another call).
+  bool reruns_exactly(NodeId id) const;
+  /// Runs top-level node `id` of the fp64 run again, alone, and returns its outputs. `fp64_of` gives each
+  /// of its input values as the fp64 run had it; a graph input is given as bound (its native value), and
+  /// cast here as the fp64 run casts it. What lets a keeper of fp64 values drop the cheap ones.
+  std::vector<c10::IValue> rerun_fp64(NodeId id, const std::function<c10::IValue(ValueId)>& fp64_of) const;
 
   /// Seeds the global CPU generator with `seed` at the start of every run, run_region and
   /// run_lockstep, so random ops draw the stream of Python after torch.manual_seed(seed); a compiled

@@ -12,8 +12,10 @@
 #include <ATen/ops/neg.h>
 #include <c10/core/DefaultDtype.h>
 #include <cstring>
+#include <set>
 
 #include "../../test_support.h"
+#include "graphs/graph_text.h"
 #include "pt2diff/error.h"
 #include "pt2diff/advanced/interpreter.h"
 
@@ -96,6 +98,58 @@ TEST_P(Fp64Mode, MatchesPythonRunningTheGraphInFloat64) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, Fp64Mode,
                          ::testing::ValuesIn(testing::runnable_fixtures()),
                          [](const auto& info) { return info.param; });
+
+/// What lets the diff drop the fp64 values of cheap nodes and make them again when a later stage asks
+/// (ReferenceRuns::fp64_of): each node the interpreter says it reruns exactly gives back, run alone on the
+/// fp64 values its inputs had, the bits the lockstep's fp64 run made. Every fixture (one test: a process
+/// each would cost more than the runs); none reruns a random node.
+TEST(Fp64Rerun, GivesBackTheBitsOfTheLockstepRunOnEveryFixture) {
+  size_t compared = 0;
+  for (const std::string& name : testing::runnable_fixtures()) {
+    SCOPED_TRACE(name);
+    Program p = load_program(fixture(name + ".pt2"));
+    Interpreter interpreter(p);
+    if (interpreter.mutates_inputs()) continue;  // ops write in place: the diff keeps every value of such a graph
+    BoundInputs in = bind_inputs(p, load_inputs(fixture(base_name(name) + "_inputs.pt")));
+    const Graph& g = p.ir.graph;
+    std::vector<c10::IValue> fp64 = graph_input_values(p, in);  // a graph input as bound: rerun_fp64 casts it
+    std::vector<NodeId> rerunnable;
+    at::manual_seed(1234);
+    interpreter.run_lockstep(in, [&](const NodeStep& step) {
+      const auto outs = step.node.output_values();
+      for (size_t i = 0; i < outs.size(); ++i) fp64[static_cast<size_t>(outs[i])] = step.fp64[i];
+      if (interpreter.reruns_exactly(step.node.id)) rerunnable.push_back(step.node.id);
+    });
+    for (NodeId id : rerunnable) {
+      const Node& n = g.node(id);
+      const std::vector<c10::IValue> again = interpreter.rerun_fp64(id, [&](ValueId v) { return fp64.at(static_cast<size_t>(v)); });
+      const auto outs = n.output_values();
+      ASSERT_EQ(again.size(), outs.size()) << n.name;
+      for (size_t i = 0; i < outs.size(); ++i) {
+        const c10::IValue& kept = fp64[static_cast<size_t>(outs[i])];
+        if (!kept.isTensor()) continue;
+        ASSERT_TRUE(again[i].isTensor()) << n.name;
+        EXPECT_TRUE(bit_equal(again[i].toTensor(), kept.toTensor())) << n.name << " (" << n.target << ")";
+        ++compared;
+      }
+    }
+    for (const Node& n : g.nodes())
+      if (n.target.find("dropout") != std::string::npos || n.target.find("rand") != std::string::npos)
+        EXPECT_FALSE(interpreter.reruns_exactly(n.id)) << n.name << " draws random numbers";
+  }
+  EXPECT_GT(compared, 100u);
+  EXPECT_EQ(c10::get_default_dtype(), caffe2::TypeMeta::Make<float>());
+}
+
+TEST(Fp64Rerun, CoversPointwiseOpsAndViewsButNotMatmulsOrReductions) {
+  Program p = load_program(fixture("bf16_block.pt2"));
+  Interpreter interpreter(p);
+  std::set<std::string> yes, no;
+  for (const Node& n : p.ir.graph.nodes()) (interpreter.reruns_exactly(n.id) ? yes : no).insert(short_target(n.target));
+  EXPECT_TRUE(yes.count("aten.mul.Tensor") || yes.count("aten.add.Tensor")) << ::testing::PrintToString(yes);
+  ASSERT_TRUE(no.count("aten.matmul.default") && no.count("aten.sum.dim_IntList")) << ::testing::PrintToString(no);
+  EXPECT_FALSE(yes.count("aten._assert_tensor_metadata.default"));
+}
 
 TEST(Interpreter, Fp64ModeReportsItsFixups) {
   Program p = load_program(fixture("bf16_block.pt2"));
