@@ -651,7 +651,7 @@ def ren_gpu_limit(rows):
     for r in rows:
         c, lim = r["config"], r["limit"]
         name = (f"decoder {c['layers']} layers, d={c['dim']}, {c['dtype']}, {c['seq']} tokens" if c else
-                "nn.TransformerEncoder bfloat16 (4 layers, d=256, 8 x 128)")
+                "nn.TransformerEncoder bfloat16 (4 layers, d=256, 8 x 128)") + (f"; {r['note']}" if r.get("note") else "")
         parts = " / ".join(" or ".join(f"{m['parts'][k]:.1f}" for m in lim if "parts" in m)
                            for k in ("import", "load", "eager", "compile_and_run"))
         cul = r.get("culprit_overlap") or {}
