@@ -17,7 +17,8 @@ inputs with `--device cuda` and `--device cpu`:
 Writes every measurement to OUT.json and prints a markdown table. GPU_BENCH_ONLY="MODEL:DTYPE,..." and
 GPU_BENCH_RUNS="e2e_cuda,..." limit what runs (a device's time budget).
 
-    python bench/gpu_bench.py PT2DIFF OUT.json --limit [--models decoder,decoder_1b,encoder]
+    python bench/gpu_bench.py PT2DIFF OUT.json --limit [--models decoder,decoder_1b,encoder,decoder_7b]
+                              [--runs N] [--modes limit,serial,overlap,culprit]
 
 The physical limit on the GPU (issue 33, docs/performance.md "The limit on the GPU"): for the bf16 decoder
 (memory_bench.py's Llama-style model, 4 layers, d=1024, 512 tokens), the ~1B one (16 layers, d=2048, 128
@@ -28,7 +29,10 @@ tokens) and the bf16 nn.TransformerEncoder above, each exported on the GPU:
   exit, which shuts Inductor's compile workers down, is not counted), against pt2diff's whole process;
 - pt2diff end to end with its compiles overlapped (`--overlap on`) and one after the other (`off`), caches
   off, the reports compared but for timings; and time to culprit with the planted lowering bug, overlapped;
-- peak GPU memory: pt2diff's engine (from the report) and PyTorch eager's (the module run once).
+- peak GPU memory: pt2diff's engine (from the report) and PyTorch eager's (the module run once); each pt2diff
+  stage's time and GPU peak (the report's `stages`).
+decoder_7b (Llama-2-7B's shapes, random bf16 weights, 13.5 GB) is not in the default list: its export and runs
+take minutes each; `--modes overlap,culprit` runs what issue 33 asks of it.
 Every figure goes to OUT.json (bench/results/gpu_limit.json) as it comes; bench/run.py renders the table.
 """
 import json
@@ -69,16 +73,19 @@ def models():
     return [("transformer_block", Block(), (8, 256, 512)), ("nn.TransformerEncoder", encoder, (8, 128, 256))]
 
 
-def export(name, module, shape, dtype, tmp):
-    module = module.to("cuda", dtype).eval()
-    x = torch.randn(*shape, device="cuda", dtype=dtype)
+def export(name, module, shape, dtype, tmp, device="cuda"):
+    cuda = device == "cuda"
+    module = module.to(device, dtype).eval()
+    x = torch.randn(*shape, device=device, dtype=dtype)
     with torch.no_grad():
         ep = torch.export.export(module, (x,)).run_decompositions()
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated() if cuda else -1
         module(x)
-        torch.cuda.synchronize()
-        eager_peak = torch.cuda.max_memory_allocated()
+        if cuda:
+            torch.cuda.synchronize()
+        eager_peak = torch.cuda.max_memory_allocated() if cuda else -1
     graph, inputs = os.path.join(tmp, f"{name}_{dtype}.pt2".replace("torch.", "")), os.path.join(tmp, f"{name}_inputs.pt")
     torch.export.save(ep, graph)
     torch.save((x.cpu(),), inputs)
@@ -103,7 +110,10 @@ def pt2diff(cli, graph, inputs, tmp, *flags):
             "devices": r["devices"], "compiles": len(r.get("compiles", [])), "culprit": culprit.get("ops"),
             "culprit_nodes": culprit.get("nodes"), "localize_compiles": loc.get("compiles"),
             "compile_seconds": {c["what"]: [round(c.get("compile_seconds", 0), 2), round(c.get("run_seconds", 0), 2)]
-                                for c in r.get("compiles", [])[:2]}}
+                                for c in r.get("compiles", [])[:2]},
+            # where the time and the GPU memory went: each stage that took any, [seconds, its GPU peak in MiB]
+            "stages": {st["name"]: [round(st["seconds"], 2), round(st["peak_gpu_bytes"] / 2**20) if st["peak_gpu_bytes"] >= 0 else None]
+                       for st in r.get("stages", []) if st["seconds"] >= 0.05 or st["peak_gpu_bytes"] > 0}}
 
 
 def save(out, rows):
@@ -169,42 +179,52 @@ with torch.no_grad():
     m(*args)
     torch.cuda.synchronize()
     t["eager"] = time.perf_counter() - start - sum(t.values())
+    import resource  # PyTorch eager's own memory, this process's: archive loaded, the module run once
+    memory = {"eager_host_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+              "eager_gpu_peak_bytes": torch.cuda.max_memory_allocated()}
     torch.compile(m)(*args)
     torch.cuda.synchronize()
     t["compile_and_run"] = time.perf_counter() - start - sum(t.values())
-print(json.dumps(t))
+print(json.dumps({**t, **memory}))
 '''
 
 LIMIT_MODELS = {  # name: (memory_bench config or None for the encoder, tokens)
     "decoder": dict(layers=4, dim=1024, ffn=2816, heads=8, vocab=32000, seq=512, dtype="bfloat16"),
     "decoder_1b": dict(layers=16, dim=2048, ffn=5632, heads=16, vocab=32000, seq=128, dtype="bfloat16"),
+    # Llama-2-7B's shapes (6.7e9 parameters, 13.5 GB in bf16), random weights: no hub
+    "decoder_7b": dict(layers=32, dim=4096, ffn=11008, heads=32, vocab=32000, seq=128, dtype="bfloat16"),
     "encoder": None,
 }
 
 
-def export_limit_model(name, tmp):
-    """Exports one of LIMIT_MODELS on the GPU; returns the archive, inputs, node count, eager's peak."""
+def export_limit_model(name, tmp, device="cuda"):
+    """Exports one of LIMIT_MODELS on `device` (the GPU); returns the archive, inputs, node count, eager's peak
+    GPU memory (-1 on the CPU)."""
     cfg = LIMIT_MODELS[name]
     if cfg is None:
-        graph, inputs, nodes, eager_peak, _ = export("nn.TransformerEncoder", models()[1][1], (8, 128, 256), torch.bfloat16, tmp)
+        graph, inputs, nodes, eager_peak, _ = export("nn.TransformerEncoder", models()[1][1], (8, 128, 256), torch.bfloat16, tmp, device)
         return graph, inputs, nodes, eager_peak
     import memory_bench
     scope = {}
     exec(memory_bench.MODEL, scope)
-    m, ids = scope["build"](cfg, "cuda")
+    m, ids = scope["build"](cfg, device)
+    cuda = device == "cuda"
     with torch.no_grad():
         ep = torch.export.export(m, (ids,))
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
         m(ids)
-        torch.cuda.synchronize()
-        eager_peak = torch.cuda.max_memory_allocated()
+        if cuda:
+            torch.cuda.synchronize()
+        eager_peak = torch.cuda.max_memory_allocated() if cuda else -1
     graph, inputs = os.path.join(tmp, f"{name}.pt2"), os.path.join(tmp, f"{name}_inputs.pt")
     torch.export.save(ep, graph)
     torch.save((ids.cpu(),), inputs)
     nodes = sum(1 for n in ep.graph.nodes if n.op == "call_function")
     del m, ep
-    torch.cuda.empty_cache()
+    if cuda:
+        torch.cuda.empty_cache()
     return graph, inputs, nodes, eager_peak
 
 
@@ -215,19 +235,26 @@ def limit(graph, inputs):
     wall = time.perf_counter() - start
     if run.returncode != 0:
         return {"wall": round(wall, 2), "exit": run.returncode, "error": run.stderr.strip()[-300:]}
-    return {"wall": round(wall, 2), "parts": {k: round(v, 2) for k, v in json.loads(run.stdout.strip().splitlines()[-1]).items()}}
+    parts = json.loads(run.stdout.strip().splitlines()[-1])
+    memory = {k: parts.pop(k) for k in ("eager_host_peak_bytes", "eager_gpu_peak_bytes")}
+    return {"wall": round(wall, 2), "parts": {k: round(v, 2) for k, v in parts.items()}, **memory}
 
 
-def main_limit(cli, out, names, runs):
+def main_limit(cli, out, names, runs, modes):
     bug = f"external:{sys.executable} {os.path.join(HERE, 'gpu_worker_bug.py')}"
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
+            start = time.perf_counter()
             graph, inputs, nodes, eager_peak = export_limit_model(name, tmp)
-            row = {"model": name, "config": LIMIT_MODELS[name], "nodes": nodes, "pytorch_eager_peak_bytes": eager_peak}
+            row = {"model": name, "config": LIMIT_MODELS[name], "nodes": nodes, "pytorch_eager_peak_bytes": eager_peak,
+                   "archive_bytes": os.path.getsize(graph), "export_seconds": round(time.perf_counter() - start, 1)}
+            print(name, "exported", json.dumps(row), flush=True)
             rows.append(row)
-            for i in range(runs):  # limit, serial, overlapped, alternately: a warm disk cache for each alike
-                for key, what in (("limit", None), ("e2e_serial", ("--overlap", "off")), ("e2e_overlap", ("--overlap", "on"))):
+            known = {"limit": ("limit", None), "serial": ("e2e_serial", ("--overlap", "off")), "overlap": ("e2e_overlap", ("--overlap", "on"))}
+            kinds = [known[m] for m in modes if m in known]
+            for i in range(runs):  # in --modes' order, alternately: a warm disk cache for each alike
+                for key, what in kinds:
                     if what is None:
                         m = limit(graph, inputs)
                     else:
@@ -237,11 +264,14 @@ def main_limit(cli, out, names, runs):
                     row.setdefault(key, []).append(m)
                     print(name, key, json.dumps({k: v for k, v in m.items() if k != "report"}), flush=True)
                     save(out, rows)
-            row["culprit_overlap"] = pt2diff(cli, graph, inputs, tmp, "--device", "cuda", "--overlap", "on", "--compiled", bug)
-            print(name, "culprit_overlap", json.dumps(row["culprit_overlap"]), flush=True)
-            reports = [m.pop("report", None) for k in ("e2e_serial", "e2e_overlap") for m in row[k]]
-            row["reports_identical"] = all(r is not None and r == reports[0] for r in reports)
+            if "culprit" in modes:  # after the runs of every other mode
+                row["culprit_overlap"] = pt2diff(cli, graph, inputs, tmp, "--device", "cuda", "--overlap", "on", "--compiled", bug)
+                print(name, "culprit_overlap", json.dumps(row["culprit_overlap"]), flush=True)
+            reports = [m.pop("report", None) for k in ("e2e_serial", "e2e_overlap") for m in row.get(k, [])]
+            if len(reports) > 1:
+                row["reports_identical"] = all(r is not None and r == reports[0] for r in reports)
             save(out, rows)
+            os.remove(graph)  # the 7B's archive is 13.5 GB: the next model's disk
     return 0
 
 
@@ -254,6 +284,8 @@ if __name__ == "__main__":
         ap.add_argument("--limit", action="store_true")
         ap.add_argument("--models", default="decoder,decoder_1b,encoder")
         ap.add_argument("--runs", type=int, default=2)
+        ap.add_argument("--modes", default="limit,serial,overlap,culprit",
+                        help="what runs for each model: the limit, pt2diff serial / overlapped, time to culprit (overlapped)")
         a = ap.parse_args()
-        sys.exit(main_limit(a.pt2diff, a.out, a.models.split(","), a.runs))
+        sys.exit(main_limit(a.pt2diff, a.out, a.models.split(","), a.runs, a.modes.split(",")))
     main()

@@ -26,6 +26,14 @@ bench/minifier_plant/sitecustomize.py (on PYTHONPATH). Inductor's caches are off
   then warm), on the first case only.
 
 Writes bench/results/minifier.json (bench/run.py's results format: its section `minifier` renders it).
+
+    python bench/minifier_bench.py PT2DIFF --device cuda [--cases decoder_mul,encoder_relu] [--timeout 200]
+
+On a CUDA machine (issue 33: the minifier where the bugs live): graphs of 150+ nodes exported on the GPU by
+bench/gpu_bench.py (its 4-layer bf16 decoder and bf16 nn.TransformerEncoder), each with a bug planted in the
+lowering of one pointwise op inside a Triton kernel (GPU_CASES), both tools compiling for cuda (pt2diff with
+`--device cuda`, the minifier on the inputs moved to cuda). Writes bench/results/minifier_gpu.json (section
+`minifier_gpu`). The cases' archives are made in a temporary folder at the start (seconds each).
 """
 import argparse
 import datetime
@@ -45,6 +53,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLANT_DIR = os.path.join(ROOT, "bench", "minifier_plant")
 WORKER = os.path.join(ROOT, "tests", "engine", "localize", "lowering_bug_worker.py")
 RESULT = os.path.join(ROOT, "bench", "results", "minifier.json")
+GPU_RESULT = os.path.join(ROOT, "bench", "results", "minifier_gpu.json")
 
 #: name → (graph, inputs, op, shape, what it is)
 CASES = {
@@ -56,17 +65,54 @@ CASES = {
                       " never reaches add's lowering)"),
 }
 
+#: --device cuda: name → (bench/gpu_bench.py's model, op, shape, error, what). The error is 10%, not 1%: in these
+#: bf16 graphs 1% in one op is within what the minifier's accuracy check lets through, and a bug it does not
+#: detect gives it nothing to minify.
+GPU_CASES = {
+    "decoder_rsqrt": ("decoder", "rsqrt", "1,512,1", "0.1",
+                      "rsqrt at [1, 512, 1]: RMSNorm's, twice in each of the 4 layers and once before the head, fused into a generated "
+                      "kernel (Triton on cuda) with the norm's reduction"),
+    "encoder_relu": ("encoder", "relu", "", "0.1",
+                     "relu at every shape: the feed-forward's activation in each of the 4 layers, fused into a generated kernel (Triton on cuda)"),
+}
+
+#: the archive and inputs of each case: fixtures on the CPU, exported archives (export_gpu_cases) on the GPU
+FILES = {case: (os.path.join(ROOT, "fixtures", g), os.path.join(ROOT, "fixtures", i)) for case, (g, i, *_) in CASES.items()}
+
+
+def export_gpu_cases(cases, tmp, device):
+    """Exports each of `cases` that is a GPU case's model once, on `device` (bench/gpu_bench.py's
+    export_limit_model), into `tmp`; fills FILES, CASES (the graph named by its model) and ERRORS."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import gpu_bench
+    made = {}
+    for case in (c for c in cases if c in GPU_CASES):
+        model, op, shape, error, what = GPU_CASES[case]
+        if model not in made:
+            graph, inputs, nodes, _ = gpu_bench.export_limit_model(model, tmp, device)
+            made[model] = (graph, inputs, nodes)
+        graph, inputs, nodes = made[model]
+        FILES[case] = (graph, inputs)
+        label = f"{model} ({nodes} nodes, bf16, exported on {device})"
+        CASES[case] = (label, os.path.basename(inputs), op, shape, f"{what}; the result scaled by 1 + {error}")
+        ERRORS[case] = error
+
+
+#: the planted error per case (PT2DIFF_PLANT_ERROR), where not the default 1e-2
+ERRORS = {}
+
 
 # --- the child: one compile of the model under the minifier's settings ----------------------------------
-def compile_model(graph, inputs):
-    """Runs torch.compile on the archive's module with the sample inputs (in a child with the minifier's
-    environment); prints one JSON line: did the accuracy check fail."""
+def compile_model(graph, inputs, device="cpu"):
+    """Runs torch.compile on the archive's module with the sample inputs on `device` (in a child with the
+    minifier's environment); prints one JSON line: did the accuracy check fail."""
     import torch
     from torch._dynamo.debug_utils import AccuracyError
 
     ep = torch.export.load(graph)
     mod = ep.module()
     x = torch.load(inputs, weights_only=True)
+    x = {k: v.to(device) for k, v in x.items()} if isinstance(x, dict) else tuple(v.to(device) for v in x)
     if isinstance(x, dict):  # every user input by name: the program's call spec says which are keywords
         spec = ep.call_spec.in_spec
         keywords = list((spec.child(1) if hasattr(spec, "child") else spec.children_specs[1]).context)
@@ -131,27 +177,29 @@ def aten_ops(repro):
 
 def plant_env(case, log, extra=None):
     _, _, op, shape, _ = CASES[case]
-    env = {**os.environ, "PT2DIFF_PLANT_OP": op, "PT2DIFF_PLANT_SHAPE": shape, "PT2DIFF_PLANT_ERROR": "1e-2",
+    env = {**os.environ, "PT2DIFF_PLANT_OP": op, "PT2DIFF_PLANT_SHAPE": shape, "PT2DIFF_PLANT_ERROR": ERRORS.get(case, "1e-2"),
            "PT2DIFF_PLANT_LOG": log}
     env.pop("PYTHONPATH", None)
     env.update(extra or {})
     return env
 
 
-def minifier(case, python, timeout, tmp):
-    graph, inputs, _, _, _ = CASES[case]
+def minifier(case, python, timeout, tmp, device):
+    graph, inputs = FILES[case]
     work = os.path.join(tmp, f"minifier-{case}")
     os.makedirs(work)
     log = os.path.join(work, "plant.log")
     env = plant_env(case, log, {"PYTHONPATH": PLANT_DIR, "TORCHDYNAMO_REPRO_AFTER": "aot", "TORCHDYNAMO_REPRO_LEVEL": "4",
                                 "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", "TORCH_COMPILE_DEBUG_DIR": os.path.join(work, "debug")})
     res = {}
-    argv = [python, os.path.abspath(__file__), "--compile-model", os.path.join(ROOT, "fixtures", graph), os.path.join(ROOT, "fixtures", inputs)]
+    argv = [python, os.path.abspath(__file__), "--compile-model", graph, inputs, device]
     code, wall, out, err = run(argv, env, work, timeout)
     line = next((l for l in reversed(out.splitlines()) if l.startswith("{")), None)
     res["detect"] = {"exit": code, "wall_s": wall, "compiles": count(log, "compile"), "compile_nodes": compile_sizes(log),
                      "planted": count(log, "planted"),
-                     "accuracy_failed": json.loads(line)["accuracy_failed"] if line else None}
+                     "accuracy_failed": json.loads(line)["accuracy_failed"] if line else None,
+                     # dynamo's same() passes a comparison whose float64 reference has a NaN (it warns so)
+                     "nan_in_reference": "Found nan in reference" in err}
     print(f"  {case}: minifier detect {wall:.1f} s, accuracy failed: {res['detect']['accuracy_failed']}, "
           f"{res['detect']['compiles']} compiles", file=sys.stderr, flush=True)
     launchers = glob.glob(os.path.join(work, "debug", "**", "minifier_launcher.py"), recursive=True)
@@ -176,14 +224,14 @@ def minifier(case, python, timeout, tmp):
     return res
 
 
-def pt2diff(case, cli, python, tmp):
-    graph, inputs, _, _, _ = CASES[case]
+def pt2diff(case, cli, python, tmp, device):
+    graph, inputs = FILES[case]
     work = os.path.join(tmp, f"pt2diff-{case}")
     os.makedirs(work)
     log, out = os.path.join(work, "plant.log"), os.path.join(work, "r.json")
     env = plant_env(case, log, {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"})
-    argv = [cli, os.path.join(ROOT, "fixtures", graph), os.path.join(ROOT, "fixtures", inputs), "--compiled",
-            f"external:{python} {WORKER}", "--json", out]
+    argv = [cli, graph, inputs, "--compiled", f"external:{python} {WORKER}", "--json", out] + (
+        ["--device", device] if device != "cpu" else [])
     code, wall, _, err = run(argv, env, ROOT, 3600)
     res = {"exit": code, "wall_s": wall, "inductor_compiles": count(log, "compile"), "compile_nodes": compile_sizes(log)}
     if not os.path.exists(out):
@@ -205,9 +253,9 @@ def pt2diff(case, cli, python, tmp):
     return res
 
 
-def cache_check(case, python, tmp):
+def cache_check(case, python, tmp, device):
     """The accuracy check with Inductor's caches on: a fresh cache dir, the model compiled twice."""
-    graph, inputs, _, _, _ = CASES[case]
+    graph, inputs = FILES[case]
     work = os.path.join(tmp, f"cache-{case}")
     os.makedirs(work)
     log = os.path.join(work, "plant.log")
@@ -218,7 +266,7 @@ def cache_check(case, python, tmp):
                                     "TORCHINDUCTOR_CACHE_DIR": os.path.join(work, "inductor-cache"), "TORCH_COMPILE_DEBUG_DIR": debug})
         env.pop("TORCHINDUCTOR_FORCE_DISABLE_CACHES", None)
         before = count(log, "compile")
-        argv = [python, os.path.abspath(__file__), "--compile-model", os.path.join(ROOT, "fixtures", graph), os.path.join(ROOT, "fixtures", inputs)]
+        argv = [python, os.path.abspath(__file__), "--compile-model", graph, inputs, device]
         code, wall, out, _ = run(argv, env, work, 1800)
         line = next((l for l in reversed(out.splitlines()) if l.startswith("{")), None)
         runs_.append({"cache": "cold" if i == 0 else "warm", "wall_s": wall, "compiles": count(log, "compile") - before,
@@ -228,10 +276,13 @@ def cache_check(case, python, tmp):
     return {"case": case, "runs": runs_}
 
 
-def machine():
+def machine(python, device):
     model = "unknown CPU"
     with open("/proc/cpuinfo") as f:
         model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), model)
+    if device == "cuda":
+        gpu = subprocess.run([python, "-c", "import torch; print(torch.cuda.get_device_name())"], capture_output=True, text=True)
+        model = f"{gpu.stdout.strip() or 'a CUDA GPU'} with {model}"
     with open("/proc/meminfo") as f:
         mem_kib = int(f.readline().split()[1])
     cxx = subprocess.run(["c++", "--version"], capture_output=True, text=True).stdout.splitlines()
@@ -268,8 +319,8 @@ def combine(paths, out):
 
 
 def main():
-    if len(sys.argv) == 4 and sys.argv[1] == "--compile-model":
-        return compile_model(sys.argv[2], sys.argv[3])
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "--compile-model":
+        return compile_model(*sys.argv[2:])
     if len(sys.argv) > 2 and sys.argv[1] == "--combine":
         files = sys.argv[2:]
         out = RESULT
@@ -280,47 +331,57 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("pt2diff", help="the pt2diff CLI")
     ap.add_argument("--python", default=sys.executable, help="the venv's Python (default: this one)")
-    ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="where both tools compile and run; the default cases: the fixtures' (cpu), GPU_CASES (cuda)")
+    ap.add_argument("--cases", help=f"comma-separated, of {', '.join(CASES)} (fixtures) and {', '.join(GPU_CASES)} "
+                                    "(exported first, on the device)")
     ap.add_argument("--timeout", type=int, default=1200, help="seconds for the minifier's two phases together (default 1200)")
     ap.add_argument("--no-cache-check", action="store_true", help="skip the caches-on check of the accuracy check")
-    ap.add_argument("--out", default=RESULT, help="the results file (default bench/results/minifier.json)")
+    ap.add_argument("--out", help="the results file (default bench/results/minifier.json, minifier_gpu.json with --device cuda)")
     ap.add_argument("--note", default="", help="what else ran on the machine meanwhile, for the caption")
     ap.add_argument("--merge", action="store_true", help="keep the other cases (and the cache check, if not run) of an existing results file")
     a = ap.parse_args()
-    cases = [c for c in a.cases.split(",") if c]
-    unknown = [c for c in cases if c not in CASES]
+    cases = [c for c in (a.cases or ",".join(GPU_CASES if a.device == "cuda" else CASES)).split(",") if c]
+    unknown = [c for c in cases if c not in CASES and c not in GPU_CASES]
     if unknown:
-        sys.exit(f"minifier_bench.py: unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
+        sys.exit(f"minifier_bench.py: unknown case(s) {', '.join(unknown)}; known: {', '.join([*CASES, *GPU_CASES])}")
+    out_path = a.out or (GPU_RESULT if a.device == "cuda" else RESULT)
     if not os.access(a.pt2diff, os.X_OK):
         sys.exit(f"minifier_bench.py: {a.pt2diff} is not an executable pt2diff CLI; pass the built one (build/pt2diff)")
     tmp = tempfile.mkdtemp(prefix="pt2diff-minifier-bench-")
     rows = []
     try:
+        export_gpu_cases(cases, tmp, a.device)
         for case in cases:
             graph, inputs, op, shape, what = CASES[case]
             print(f"==> {case}", file=sys.stderr, flush=True)
             rows.append({"case": case, "graph": graph, "inputs": inputs, "op": op, "shape": shape, "what": what,
-                         "pt2diff": pt2diff(case, a.pt2diff, a.python, tmp), "minifier": minifier(case, a.python, a.timeout, tmp)})
-        cache = None if a.no_cache_check else cache_check(cases[0], a.python, tmp)
+                         "error": float(ERRORS.get(case, "1e-2")), "device": a.device,
+                         "pt2diff": pt2diff(case, a.pt2diff, a.python, tmp, a.device),
+                         "minifier": minifier(case, a.python, a.timeout, tmp, a.device)})
+            # each case as it comes: a device's time limit keeps what finished
+            write(out_path + ".partial", {"section": os.path.basename(out_path)[:-5], "data": {"cases": rows, "cache_check": None}})
+        cache = None if a.no_cache_check else cache_check(cases[0], a.python, tmp, a.device)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     torch_version = subprocess.run([a.python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True).stdout.strip()
-    argv = ["python", "bench/minifier_bench.py", "build/pt2diff", "--cases", ",".join(cases), "--timeout", str(a.timeout)]
+    argv = ["python", "bench/minifier_bench.py", "build/pt2diff", "--cases", ",".join(cases), "--timeout", str(a.timeout)] + (
+        ["--device", a.device] if a.device != "cpu" else [])
     if a.no_cache_check:
         argv.append("--no-cache-check")
     if a.merge:
         argv.append("--merge")
     commands = [{"argv": argv, "note": a.note}]
     measured = (rev or "unknown") + ("-dirty" if dirty else "")
-    res = {"section": "minifier", "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-           "commit": measured, "runner": "bench/minifier_bench.py", "machine": machine(),
+    res = {"section": "minifier_gpu" if a.device == "cuda" else "minifier", "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+           "commit": measured, "runner": "bench/minifier_bench.py", "machine": machine(a.python, a.device),
            "torch": torch_version, "commands": commands, "data": {"cases": rows, "cache_check": cache}}
-    if a.merge and os.path.exists(a.out):
-        with open(a.out) as f:
+    if a.merge and os.path.exists(out_path):
+        with open(out_path) as f:
             res = merge(json.load(f), res)
-    write(a.out, res)
+    write(out_path, res)
     return 0
 
 

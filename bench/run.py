@@ -515,7 +515,8 @@ def ren_minifier(d):
 
     rows = []
     for c in d["cases"]:
-        case = f"{c['graph']}: `{c['op']}` at [{c['shape'].replace(',', ', ')}]"
+        case = f"{c['graph']}: `{c['op']}` " + (f"at [{c['shape'].replace(',', ', ')}]" if c["shape"] else "at every shape") + (
+            f", scaled by 1 + {c['error']:g}" if c.get("error", 1e-2) != 1e-2 else "")
         p = c["pt2diff"]
         if "culprit_nodes" in p:
             names = f"culprit node {ops(p['culprit_nodes'])} ({ops(p['culprit_ops'])})"
@@ -598,6 +599,7 @@ RENDERERS = {n: globals()["ren_" + n] for n in ALL_SECTIONS}
 RENDERERS["kernel_search"] = ren_kernel_search  # rendered from results only: bench/kernel_search.py, run by hand
 RENDERERS["gpu"] = ren_gpu  # rendered from results only: bench/gpu_bench.py measures it on a GPU machine
 RENDERERS["minifier"] = ren_minifier  # rendered from results only: bench/minifier_bench.py, run by hand
+RENDERERS["minifier_gpu"] = ren_minifier  # bench/minifier_bench.py --device cuda, run by hand on a GPU
 
 
 def ren_decoder_memory(rows):
@@ -634,24 +636,33 @@ RENDERERS["decoder_memory"] = ren_decoder_memory  # rendered from results only: 
 
 def ren_gpu_limit(rows):
     """bench/gpu_bench.py --limit's rows (run by hand on a CUDA machine: bench/results/gpu_limit.json): pt2diff end to
-    end, compiles one after the other and overlapped, beside the limit (load + eager + one cold compile and run)."""
+    end, compiles one after the other and overlapped, beside the limit (load + eager + one cold compile and run); then
+    memory, pt2diff's beside PyTorch eager's, and the stage where pt2diff's GPU peak falls."""
     def walls(ms):
+        if not ms:
+            return "not measured"
         return ", ".join(f"{m['wall']:.1f}" if "error" not in m else f"exit {m['exit']}" for m in ms) + " s"
 
     def mean(ms):
-        ok = [m["wall"] for m in ms if "error" not in m]
+        ok = [m["wall"] for m in ms or [] if "error" not in m]
         return sum(ok) / len(ok) if ok else float("nan")
 
     def to_result(m):  # the limit: spawn to the compiled call's end, the process's exit left out
         return sum(m["parts"].values()) if "parts" in m else float("nan")
 
+    def ratio(x):
+        return "-" if x != x else f"{x:.2f}x"
+
+    def name_of(r):
+        c = r["config"]
+        return (f"decoder {c['layers']} layers, d={c['dim']}, {c['dtype']}, {c['seq']} tokens" if c else
+                "nn.TransformerEncoder bfloat16 (4 layers, d=256, 8 x 128)") + (f"; {r['note']}" if r.get("note") else "")
+
     out = ["| graph | nodes | limit (import / load / eager / compile and run) | pt2diff, compiles in series | "
            "pt2diff, overlapped | e2e / limit: series -> overlapped | reports | time to culprit, overlapped | "
            "peak GPU: pt2diff / eager |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        c, lim = r["config"], r["limit"]
-        name = (f"decoder {c['layers']} layers, d={c['dim']}, {c['dtype']}, {c['seq']} tokens" if c else
-                "nn.TransformerEncoder bfloat16 (4 layers, d=256, 8 x 128)") + (f"; {r['note']}" if r.get("note") else "")
+        lim = r.get("limit", [])
         parts = " / ".join(" or ".join(f"{m['parts'][k]:.1f}" for m in lim if "parts" in m)
                            for k in ("import", "load", "eager", "compile_and_run"))
         cul = r.get("culprit_overlap") or {}
@@ -660,10 +671,23 @@ def ren_gpu_limit(rows):
         peak = ((r["e2e_overlap"][0].get("devices") or {}).get("peak_gpu_bytes", -1))
         limit_s = [to_result(m) for m in lim if "parts" in m]
         limit_mean = sum(limit_s) / len(limit_s) if limit_s else float("nan")
-        out.append(f"| {name} | {r['nodes']} | {', '.join(f'{x:.1f}' for x in limit_s)} s ({parts} s) | {walls(r['e2e_serial'])} | "
-                   f"{walls(r['e2e_overlap'])} | {mean(r['e2e_serial']) / limit_mean:.2f}x -> {mean(r['e2e_overlap']) / limit_mean:.2f}x | "
-                   f"{'identical' if r.get('reports_identical') else 'DIFFERENT'} but for timings | {culprit} | "
-                   f"{peak / 2**20:.0f} / {r['pytorch_eager_peak_bytes'] / 2**20:.0f} MiB |")
+        same = ("identical but for timings" if r.get("reports_identical") else "DIFFERENT") if "reports_identical" in r else "one run"
+        out.append(f"| {name_of(r)} | {r['nodes']} | {', '.join(f'{x:.1f}' for x in limit_s)} s ({parts} s) | {walls(r.get('e2e_serial'))} | "
+                   f"{walls(r['e2e_overlap'])} | {ratio(mean(r.get('e2e_serial')) / limit_mean)} -> {ratio(mean(r['e2e_overlap']) / limit_mean)} | "
+                   f"{same} | {culprit} | {peak / 2**20:.0f} / {r['pytorch_eager_peak_bytes'] / 2**20:.0f} MiB |")
+    measured = [r for r in rows if any("stages" in m for m in r["e2e_overlap"])]
+    if measured:
+        out += ["", "Memory, pt2diff overlapped against PyTorch eager (the limit's process after its eager run: archive loaded, "
+                "module run once), and where pt2diff's time went (the report's `stages`, seconds and each stage's GPU peak):", "",
+                "| graph | peak GPU: pt2diff / eager | peak host: pt2diff / eager | stages: seconds (GPU peak MiB) |", "|---|---|---|---|"]
+        for r in measured:
+            m = next(m for m in r["e2e_overlap"] if "stages" in m)
+            d = m["devices"]
+            eager_host = [x["eager_host_peak_bytes"] for x in r.get("limit", []) if "eager_host_peak_bytes" in x]
+            host = f"{d['peak_host_bytes'] / 2**30:.1f} / " + (f"{eager_host[0] / 2**30:.1f} GiB" if eager_host else "- GiB")
+            stages = ", ".join(f"{k} {v[0]:.1f} s ({v[1]})" for k, v in m["stages"].items() if v[0] >= 0.5 or k == max(
+                m["stages"], key=lambda s: m["stages"][s][1] or 0))
+            out.append(f"| {name_of(r)} | {d['peak_gpu_bytes'] / 2**20:.0f} / {r['pytorch_eager_peak_bytes'] / 2**20:.0f} MiB | {host} | {stages} |")
     return "\n".join(out)
 
 

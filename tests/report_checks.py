@@ -36,11 +36,11 @@ MEASURED_DEVICE_FIELDS = ("start_host_bytes", "peak_host_bytes", "peak_gpu_bytes
 
 def without_measurements(node, top=True):
     """A report (or any part of it) without what differs between two runs of the same job: every key ending in
-    "seconds", and the memory figures of its `devices`."""
+    "seconds", the memory figures of its `devices` and its `stages` (each stage's time and memory)."""
     if isinstance(node, dict):
         return {k: (without_measurements(v, False) if not (top and k == "devices") else
                     {dk: dv for dk, dv in v.items() if dk not in MEASURED_DEVICE_FIELDS})
-                for k, v in node.items() if not k.endswith("seconds")}
+                for k, v in node.items() if not k.endswith("seconds") and not (top and k == "stages")}
     if isinstance(node, list):
         return [without_measurements(v, False) for v in node]
     return node

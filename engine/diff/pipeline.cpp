@@ -1,5 +1,6 @@
 // engine/diff/pipeline.cpp — implements diff.h's diff() and explain() as lists of stages (stages.h):
 // load → IR → runs → comparison → localization → hints → report, one way.
+#include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
 #include <set>
@@ -16,34 +17,41 @@ namespace pt2diff {
 namespace {
 
 using Stage = void (*)(RunState&);
+struct NamedStage {
+  const char* name;
+  Stage run;
+};
+#define PT2DIFF_STAGE(f) NamedStage{#f, f}
 
 /// The main job, in order. Each stage reads what the ones before it added to the state.
-constexpr Stage kDiffStages[] = {
-    plan_run,             // what this graph and backend allow
-    run_references,       // eager, fp64 and local runs in lockstep; error of every value
-    compile_graph,        // the whole graph through the compiler
-    judge_outputs,        // compiled vs eager, fp64 as referee
-    observe_twin,         // a package that disagrees: the archive compiled instrumented (its kernel map)
-    judge_kernels,        // the compiled code's own buffers, kernel by kernel
-    compile_exploded,     // every op alone through the compiler: compiled local errors, suspects
-    judge_nodes,          // the node verdict: nodes whose compiled local error stands out against eager's
-    trace_nonfinite,      // where the compiled code's first NaN/Inf comes from
-    localize_kernel,      // the op inside the first failing kernel
-    localize_divergence,  // bisect a divergence to its first op or window
-    localize_in_region,   // a culprit that is an autocast region: the stages to here on the region inlined
-    name_node_culprit,    // outputs pass but a node stands out: it is the culprit, confirmed by one compile
-    write_culprit_repro,  // the culprit as a standalone archive and command (in its job's graph)
-    explain_culprit,      // hints: promotion, reduction order, compiler levers (in its job's graph)
-    find_workaround,      // the smallest eager set and the lines that leave it eager (--workaround)
-    rank_nodes,           // where error is introduced
+constexpr NamedStage kDiffStages[] = {
+    PT2DIFF_STAGE(plan_run),             // what this graph and backend allow
+    PT2DIFF_STAGE(run_references),       // eager, fp64 and local runs in lockstep; error of every value
+    PT2DIFF_STAGE(compile_graph),        // the whole graph through the compiler
+    PT2DIFF_STAGE(judge_outputs),        // compiled vs eager, fp64 as referee
+    PT2DIFF_STAGE(observe_twin),         // a package that disagrees: the archive compiled instrumented (its kernel map)
+    PT2DIFF_STAGE(judge_kernels),        // the compiled code's own buffers, kernel by kernel
+    PT2DIFF_STAGE(compile_exploded),     // every op alone through the compiler: compiled local errors, suspects
+    PT2DIFF_STAGE(judge_nodes),          // the node verdict: nodes whose compiled local error stands out against eager's
+    PT2DIFF_STAGE(trace_nonfinite),      // where the compiled code's first NaN/Inf comes from
+    PT2DIFF_STAGE(localize_kernel),      // the op inside the first failing kernel
+    PT2DIFF_STAGE(localize_divergence),  // bisect a divergence to its first op or window
+    PT2DIFF_STAGE(localize_in_region),   // a culprit that is an autocast region: the stages to here on the region inlined
+    PT2DIFF_STAGE(name_node_culprit),    // outputs pass but a node stands out: it is the culprit, confirmed by one compile
+    PT2DIFF_STAGE(write_culprit_repro),  // the culprit as a standalone archive and command (in its job's graph)
+    PT2DIFF_STAGE(explain_culprit),      // hints: promotion, reduction order, compiler levers (in its job's graph)
+    PT2DIFF_STAGE(find_workaround),      // the smallest eager set and the lines that leave it eager (--workaround)
+    PT2DIFF_STAGE(rank_nodes),           // where error is introduced
 };
+
+#undef PT2DIFF_STAGE
 
 }  // namespace
 
 void run_stages_to_culprit(RunState& s) {
-  for (Stage stage : kDiffStages) {
-    if (stage == write_culprit_repro) return;
-    stage(s);
+  for (const NamedStage& stage : kDiffStages) {
+    if (stage.run == write_culprit_repro) return;
+    stage.run(s);
   }
 }
 
@@ -66,13 +74,22 @@ DiffResult run_diff(const Program& program, const BoundInputs& inputs, const Dif
   RunState state(program, inputs, options, backend, std::move(step));
   state.owns_backend = owns_backend;
   const MathSettingsScope math(options.backend);  // the user's TF32 / matmul precision, for the eager runs too
-  for (Stage stage : kDiffStages) {
-    stage(state);
+  int64_t peak_gpu = -1;
+  for (const NamedStage& stage : kDiffStages) {
+    const auto stage_start = std::chrono::steady_clock::now();
+    stage.run(state);
     // DiffOptions::overlap: the compiles that need no more than this stage gave them start now (compile_ahead.h).
-    if (stage == plan_run) start_graph_compile(state);
-    if (stage == run_references) compile_exploded_ahead(state);
+    if (stage.run == plan_run) start_graph_compile(state);
+    if (stage.run == run_references) compile_exploded_ahead(state);
+    // Each stage's own GPU peak (plan_run chose the device and reset the counter), the run's the most of them.
+    const Device native = parse_device(state.result.devices.native);
+    StageRecord record{stage.name, std::chrono::duration<double>(std::chrono::steady_clock::now() - stage_start).count(),
+                       gpu_peak_bytes(native), host_resident_bytes(false)};
+    peak_gpu = std::max(peak_gpu, record.peak_gpu_bytes);
+    if (record.peak_gpu_bytes >= 0) reset_gpu_peak(native);
+    state.result.stages.push_back(std::move(record));
   }
-  state.result.devices.peak_gpu_bytes = gpu_peak_bytes(parse_device(state.result.devices.native));
+  state.result.devices.peak_gpu_bytes = peak_gpu;
   state.result.devices.start_host_bytes = start_host_bytes;
   state.result.devices.peak_host_bytes = host_resident_bytes(true);
   state.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -139,6 +139,22 @@ struct Interpreter::Impl {
     if (it == on_device.end()) it = on_device.emplace(name, w.toTensor().to(device)).first;
     return it->second;
   }
+  /// The weight (parameter, buffer or constant) `value` is, when it is one and `given` is the program's own
+  /// tensor for it: then its copy on a device is the one the runs share (weight()), not another.
+  std::optional<std::string> weight_given(ValueId value, const c10::IValue& given) const {
+    if (!given.isTensor()) return std::nullopt;
+    for (const InputSpec& spec : program.ir.input_specs) {
+      if (spec.kind != InputSpec::Kind::Parameter && spec.kind != InputSpec::Kind::Buffer &&
+          spec.kind != InputSpec::Kind::TensorConstant)
+        continue;
+      const auto ids = spec.arg.values();
+      if (ids.empty() || ids.front() != value) continue;
+      const auto it = program.state.find(spec.target);
+      if (it == program.state.end() || !it->second.is_same(given.toTensor())) return std::nullopt;
+      return spec.target;
+    }
+    return std::nullopt;
+  }
   std::function<c10::IValue(const std::string&, const c10::Device&)> lookup() const {
     return [this](const std::string& name, const c10::Device& device) { return weight(name, device); };
   }
@@ -423,8 +439,12 @@ std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const
   scratch.values.resize(g.values().size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     c10::IValue value = inputs[i];
-    if (value.isTensor() && value.toTensor().defined() && value.toTensor().device() != ctx.device)
-      value = value.toTensor().to(ctx.device);
+    if (value.isTensor() && value.toTensor().defined() && value.toTensor().device() != ctx.device) {
+      // A weight as the program holds it: the runs' own copy on the device (a second copy of every weight
+      // doubled the GPU peak of a region over the whole graph, the exploded compile's judge).
+      const std::optional<std::string> weight = impl_->weight_given(region.inputs[i], value);
+      value = weight ? impl_->weight(*weight, ctx.device) : c10::IValue(value.toTensor().to(ctx.device));
+    }
     const bool widen = options.precision == Precision::Widened && value.isTensor();
     given.values[static_cast<size_t>(region.inputs[i])] = widen ? c10::IValue(to_widened(value.toTensor())) : value;
   }

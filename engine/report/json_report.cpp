@@ -228,6 +228,15 @@ json tolerance_json(const ToleranceRule& rule) {
 }
 }  // namespace
 
+namespace {
+json stages_json(const DiffResult& r) {
+  json stages = json::array();
+  for (const StageRecord& st : r.stages)
+    stages.push_back({{"name", st.name}, {"seconds", st.seconds}, {"peak_gpu_bytes", st.peak_gpu_bytes}, {"host_bytes", st.host_bytes}});
+  return stages;
+}
+}  // namespace
+
 std::string hints_to_json(const std::vector<Hint>& hints) { return hints_json(hints).dump(2) + "\n"; }
 
 std::string to_json(const DiffResult& r) {
@@ -251,6 +260,7 @@ std::string to_json(const DiffResult& r) {
             {"node_verdict", node_verdict_json(r)},
             {"compiled_failed", r.compiled_failed},
             {"compiles", compiles_json(r)},
+            {"stages", stages_json(r)},
             {"kernels", kernels_json(r.kernels)},
             {"localization", localization_json(r)},
             {"workaround", workaround_json(r)},

@@ -153,6 +153,15 @@ struct RunDevices {
   int64_t peak_host_bytes = -1;
 };
 
+/// One stage of the diff's pipeline (engine/diff/stages.h), what it took: the measure of where a run's time
+/// and memory go. Stages with nothing to do are listed too (seconds near 0).
+struct StageRecord {
+  std::string name;             ///< the stage's function: "run_references", "compile_graph", "judge_kernels", ...
+  double seconds = 0;           ///< wall time, with the compiles started ahead of their stage (DiffOptions::overlap)
+  int64_t peak_gpu_bytes = -1;  ///< the most the engine's GPU allocations held during the stage; -1 on the CPU
+  int64_t host_bytes = -1;      ///< the engine process's resident memory when the stage ended (VmRSS); -1 where unknown
+};
+
 struct DiffResult {
   std::string graph;
   std::string inputs;      ///< where the inputs came from
@@ -187,6 +196,9 @@ struct DiffResult {
   bool fail_on_suspicious = false;    ///< DiffOptions::fail_on_suspicious: suspicious outputs count as failing
   bool compiled_failed = false;       ///< a compile or compiled run failed (see `compiles`)
   double seconds = 0;
+  /// The main job's stages in order, each one's time and memory (empty from explain() and the library's partial
+  /// runs). RunDevices::peak_gpu_bytes is the most of theirs.
+  std::vector<StageRecord> stages;
   /// The tensors behind the numbers (pt2diff/values.h, which needs torch): every output's compiled,
   /// eager and fp64 values, and with DiffOptions::keep_values every node's. Copies of a result share them.
   std::shared_ptr<DiffValues> values;

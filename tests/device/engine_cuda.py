@@ -137,6 +137,9 @@ def main():
             d = report["devices"]
             c.expect(d["native"] == "cuda:0" and d["reference"] == "cuda:0" and d["peak_gpu_bytes"] > 0,
                      f"{name}: the report says eager and fp64 ran on cuda:0 ({d})")
+            peaks = {st["name"]: st["peak_gpu_bytes"] for st in report["stages"]}
+            c.expect(max(peaks.values()) == d["peak_gpu_bytes"] and peaks["run_references"] > 0,
+                     f"{name}: each stage's GPU peak is stated, the run's the most of them ({peaks})")
 
         # The fp64 run on the CPU: asked for, and chosen when the GPU budget is too small for it.
         name = "bf16_block_core"
@@ -188,6 +191,25 @@ def main():
             hints = json.dumps(loc.get("hints", []))
             c.expect(report["verdict"] == "diverged", f"TF32: an fp32 matmul graph at precision high diverges from fp64 ({report['verdict']})")
             c.expect("tf32_off" in hints, f"TF32: the compiler-lever hint names tf32_off ({hints[:300]})")
+        # The exploded compile's judge runs every op on the weights the runs already hold on the GPU, not on a second
+        # copy: weights of 4 x 2048 x 2048 bf16 (32 MiB) and 2 tokens of activations, so the weights are the memory.
+        torch.manual_seed(0)
+        stack = torch.nn.Sequential(*(torch.nn.Linear(2048, 2048, bias=False) for _ in range(4))).to("cuda", torch.bfloat16).eval()
+        x = torch.randn(1, 2, 2048, device="cuda", dtype=torch.bfloat16)
+        with torch.no_grad():
+            ep = torch.export.export(stack, (x,))
+        graph, inputs = os.path.join(tmp, "linear_stack.pt2"), os.path.join(tmp, "linear_stack_inputs.pt")
+        torch.export.save(ep, graph)
+        torch.save((x.cpu(),), inputs)
+        weights = sum(p.numel() * p.element_size() for p in stack.parameters())
+        run, _, report = run_pt2diff(pt2diff, graph, inputs, tmp, "--device", "cuda", "--compiled", "eager")
+        if report is None:
+            c.expect(False, f"linear stack: pt2diff exited {run.returncode}: {run.stderr.strip()}")
+        else:
+            peaks = {st["name"]: st["peak_gpu_bytes"] for st in report["stages"]}
+            c.expect(peaks["compile_exploded"] < 1.5 * weights,
+                     f"linear stack: the exploded compile's judge holds one copy of the {weights >> 20} MiB of weights on the GPU "
+                     f"(its stage's peak {peaks['compile_exploded'] >> 20} MiB)")
     if c.failures:
         print(f"{len(c.failures)} check(s) failed")
         sys.exit(1)

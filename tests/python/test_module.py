@@ -32,7 +32,7 @@ FAULT = "fault:linear:scale=0.05"
 WHERE_FIELDS = [("graph",), ("inputs",)]
 TIMING_FIELDS = [("seconds",), ("compiles", "*", "compile_seconds"), ("compiles", "*", "run_seconds"),
                  ("localization", "seconds"), ("localization", "probes", "*", "seconds"), ("node_verdict", "confirmation", "seconds"),
-                 ("devices", "start_host_bytes"), ("devices", "peak_host_bytes")]
+                 ("devices", "start_host_bytes"), ("devices", "peak_host_bytes"), ("stages",)]
 
 
 def fixture(name: str) -> str:

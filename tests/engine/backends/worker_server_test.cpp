@@ -118,7 +118,8 @@ nlohmann::json without_times(nlohmann::json j) {
   if (j.is_object()) {
     for (auto it = j.begin(); it != j.end();) {
       const std::string key = it.key();
-      if ((key.size() >= 7 && key.compare(key.size() - 7, 7, "seconds") == 0) || key == "start_host_bytes" || key == "peak_host_bytes") {
+      if ((key.size() >= 7 && key.compare(key.size() - 7, 7, "seconds") == 0) || key == "start_host_bytes" || key == "peak_host_bytes" ||
+          key == "host_bytes") {
         it = j.erase(it);
       } else {
         *it = without_times(*it);

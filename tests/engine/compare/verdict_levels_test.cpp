@@ -336,6 +336,23 @@ TEST(VerdictLevels, TheReportStatesTheEnginesHostMemory) {
   const nlohmann::json j = nlohmann::json::parse(to_json(r));
   EXPECT_EQ(j["devices"]["start_host_bytes"].get<int64_t>(), r.devices.start_host_bytes);
   EXPECT_EQ(j["devices"]["peak_host_bytes"].get<int64_t>(), r.devices.peak_host_bytes);
+  // Each stage's time and memory, in pipeline order: the stages' times within the run's, the last one's resident
+  // memory within the process's peak.
+  ASSERT_EQ(r.stages.size(), j["stages"].size());
+  ASSERT_GE(r.stages.size(), 10u);
+  EXPECT_EQ(r.stages.front().name, "plan_run");
+  EXPECT_EQ(r.stages[1].name, "run_references");
+  EXPECT_EQ(r.stages.back().name, "rank_nodes");
+  double stage_seconds = 0;
+  for (const StageRecord& st : r.stages) {
+    stage_seconds += st.seconds;
+    EXPECT_EQ(st.peak_gpu_bytes, -1) << st.name;
+    EXPECT_GT(st.host_bytes, 0) << st.name;
+    EXPECT_LE(st.host_bytes, hwm_after) << st.name;
+  }
+  EXPECT_LE(stage_seconds, r.seconds);
+  EXPECT_GT(stage_seconds, 0.5 * r.seconds);  // the stages are the run
+  EXPECT_GT(r.stages[1].seconds, 0);          // the lockstep runs
 }
 
 TEST(VerdictLevels, NodeVerdictOfCleanRunsAndWithoutExplodedCompile) {
