@@ -2,6 +2,8 @@
 // compile, run, shutdown; tensors through torch.save files in a private directory; every failure typed.
 #include "engine/backends/worker_backend.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -344,8 +346,11 @@ struct WorkerBackend::Impl {
       // one, but its imports on a CUDA build are not yet tried there (docs/worker-protocol.md).
       if (on_cpu && !server_launcher.empty() && worker_server_enabled())
         process = start_served_worker(argv, server_launcher, stderr_log().string(), options.memory_limit, environment);
+      if (process && options.nice > 0)  // forked by the server: ours plus `nice`, as ::nice() does in a child we fork
+        (void)setpriority(PRIO_PGRP, process->pid(), std::min(19, getpriority(PRIO_PROCESS, 0) + options.nice));
       if (!process)
-        process = std::make_unique<WorkerProcess>(argv, stderr_log().string(), on_cpu ? options.memory_limit : 0, environment);
+        process = std::make_unique<WorkerProcess>(argv, stderr_log().string(), on_cpu ? options.memory_limit : 0, environment,
+                                                  options.nice);
     } catch (const std::exception& e) {
       throw BackendFailure(BackendFailure::Kind::Unusable, fmt::format("cannot start the {}: {}", label, e.what()));
     }

@@ -33,7 +33,7 @@ std::vector<std::string> environment_with(const std::vector<std::string>& overri
 }
 
 WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path, int64_t memory_limit,
-                             const std::vector<std::string>& environment) {
+                             const std::vector<std::string>& environment, int nice) {
   if (argv.empty()) throw std::runtime_error("no command to start");
   int in[2], out[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) != 0)
@@ -62,6 +62,7 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::st
       const rlimit cap{static_cast<rlim_t>(memory_limit), static_cast<rlim_t>(memory_limit)};
       setrlimit(RLIMIT_DATA, &cap);
     }
+    if (nice > 0) (void)!::nice(nice);  // relative to ours; best effort: a worker at the engine's priority still works
     execvpe(args[0], args.data(), envp.data());
     int e = errno;
     (void)!write(exec_error[1], &e, sizeof e);

@@ -18,9 +18,9 @@ class WorkerProcess {
   /// bytes it (and every process it starts) may allocate (RLIMIT_DATA: an allocation past it fails in
   /// the child, where the kernel's OOM killer could otherwise take any process). Throws
   /// std::runtime_error when it cannot be started. `environment`: "NAME=VALUE" entries that replace or add to
-  /// this process's environment in the child's.
+  /// this process's environment in the child's. `nice` > 0: the child's CPU niceness (inherited by what it starts).
   WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path, int64_t memory_limit = 0,
-                const std::vector<std::string>& environment = {});
+                const std::vector<std::string>& environment = {}, int nice = 0);
   /// A worker another process started for us (a worker server, engine/backends/worker_server.h): `pid` leads
   /// its own process group; `to_child`/`from_child` are our ends of its stdin and stdout; the server writes
   /// "exit STATUS" on `control` when it has reaped the worker. Takes ownership of the three descriptors.

@@ -58,6 +58,8 @@ void run_stages_to_culprit(RunState& s) {
 std::unique_ptr<Backend> backend_for_run(const Program& program, const DiffOptions& options, const std::shared_ptr<std::string>& step) {
   BackendOptions backend_options = options.backend;
   if (backend_options.memory_limit == 0) backend_options.memory_limit = memory_limit_for(options.max_memory);
+  // Overlapped on a GPU, the engine's runs are the critical path and need one core at a time (BackendOptions::nice).
+  if (backend_options.nice == 0 && options.overlap != "off" && backend_options.device.rfind("cuda", 0) == 0) backend_options.nice = 10;
   if (options.backend.on_wait)
     backend_options.on_wait = [step, user = options.backend.on_wait](const std::string& activity, double elapsed) {
       user(step->empty() ? activity : "[" + *step + "] " + activity, elapsed);

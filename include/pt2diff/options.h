@@ -57,6 +57,11 @@ struct BackendOptions {
   /// limit. diff() sets it from DiffOptions::max_memory: the bytes it names; for 0, the memory available
   /// when the run starts (at least 1 GiB either way); for a negative value, none. CPU workers only (not yet tried with CUDA's driver).
   int64_t memory_limit = 0;
+  /// CPU niceness (1 to 19) of each worker process and of what it starts (its compile pool); 0: the engine's
+  /// own. diff() sets 10 when its compiles overlap its own runs on a GPU (DiffOptions::overlap): those runs
+  /// are one thread launching kernels and waiting on them, and beside two compile pools that fill every core
+  /// they waited for a core at each step; the compiles keep every cycle the runs leave.
+  int nice = 0;
   WaitCallback on_wait;
 };
 

@@ -5,6 +5,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +27,18 @@ TEST(MemoryLimit, TheWorkerStartsUnderTheCap) {
   WorkerProcess unlimited({"sh", "-c", "ulimit -d"}, "/dev/null");
   ASSERT_EQ(unlimited.read_line(line, 30, [](double) {}), WorkerProcess::Read::Line);
   EXPECT_EQ(line, "unlimited");
+}
+
+// BackendOptions::nice: the worker (and what it starts) at a lower CPU priority than the engine.
+TEST(MemoryLimit, TheWorkerStartsAtItsNiceness) {
+  // /proc/PID/stat's 19th field is the niceness (the shell's name, "sh", has no space to shift it)
+  WorkerProcess niced({"sh", "-c", "cut -d' ' -f19 /proc/$$/stat"}, "/dev/null", 0, {}, 10);
+  std::string line;
+  ASSERT_EQ(niced.read_line(line, 30, [](double) {}), WorkerProcess::Read::Line);
+  EXPECT_EQ(std::stoi(line), getpriority(PRIO_PROCESS, 0) + 10 > 19 ? 19 : getpriority(PRIO_PROCESS, 0) + 10);
+  WorkerProcess plain({"sh", "-c", "cut -d' ' -f19 /proc/$$/stat"}, "/dev/null");
+  ASSERT_EQ(plain.read_line(line, 30, [](double) {}), WorkerProcess::Read::Line);
+  EXPECT_EQ(std::stoi(line), getpriority(PRIO_PROCESS, 0));
 }
 
 TEST(MemoryLimit, MaxMemoryNamesTheLimit) {
