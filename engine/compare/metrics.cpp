@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 #include <limits>
 
+#include "engine/compare/metrics_batch.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/error.h"
 
@@ -54,8 +55,9 @@ std::vector<int64_t> unravel(int64_t flat, at::IntArrayRef sizes) {
 }
 
 /// The metrics of `x` against `r` (float64, same shape, on a GPU) reduced there: elementwise tensors
-/// and a dozen scalars, one copy of those scalars to the host. The same definitions as the loop below.
-void measure_on_device(const at::Tensor& x, const at::Tensor& r, const Format& f, at::IntArrayRef sizes, Metrics& m) {
+/// and a dozen scalars, stacked on the device (read_reductions() turns them into Metrics once on the host).
+/// The same definitions as the loop below.
+at::Tensor queue_reductions(const at::Tensor& x, const at::Tensor& r, const Format& f) {
   const at::Tensor xn = x.isnan(), rn = r.isnan(), xi = x.isinf(), ri = r.isinf();
   const double inf = std::numeric_limits<double>::infinity();
   at::Tensor d = at::where(xn.logical_or(rn), at::where(xn.logical_and(rn), 0.0, inf),
@@ -84,13 +86,19 @@ void measure_on_device(const at::Tensor& x, const at::Tensor& r, const Format& f
       any ? r.reshape(-1).index_select(0, worst_at.reshape(1)).reshape({}) : zero,
       both_finite.sum().to(at::kDouble),
       any ? at::where(r.isfinite(), r.abs(), zero).max() : zero};
-  const at::Tensor host = at::stack(parts).cpu();
-  const double* h = host.data_ptr<double>();
+  return at::stack(parts);
+}
+
+/// queue_reductions()'s numbers `h`, back on the host, as the metrics of a value of shape `sizes` (`n` elements
+/// in the compared form).
+void read_reductions(const double* h, at::IntArrayRef sizes, int64_t n, Metrics& m) {
+  const double inf = std::numeric_limits<double>::infinity();
   m.nan = static_cast<int64_t>(h[0]);
   m.inf = static_cast<int64_t>(h[1]);
   m.ref_nan = static_cast<int64_t>(h[2]);
   m.ref_inf = static_cast<int64_t>(h[3]);
   m.mismatches = static_cast<int64_t>(h[4]);
+  const bool any = n > 0;
   if (any) {
     m.worst_index = unravel(static_cast<int64_t>(h[13]), sizes);
     m.worst_value = h[14];
@@ -101,8 +109,8 @@ void measure_on_device(const at::Tensor& x, const at::Tensor& r, const Format& f
   m.max_abs = h[5];
   m.max_rel = h[6];
   m.max_ulp = non_finite ? inf : h[9];
-  const double n = static_cast<double>(x.numel());  // complex values count as their real and imaginary parts
-  m.rmse = x.numel() == 0 ? 0 : non_finite ? inf : std::sqrt(h[8] / n);
+  const double count = static_cast<double>(n);  // complex values count as their real and imaginary parts
+  m.rmse = n == 0 ? 0 : non_finite ? inf : std::sqrt(h[8] / count);
   const double dot = h[10], xx = h[11], rr = h[12];
   m.cosine = (xx == 0 && rr == 0) ? 1.0 : (xx == 0 || rr == 0) ? 0.0 : dot / std::sqrt(xx * rr);
   m.ref_rms = h[16] > 0 ? std::sqrt(rr / h[16]) : 0;
@@ -140,13 +148,53 @@ constexpr int64_t kChunk = int64_t{1} << 20;
 
 }  // namespace
 
-Metrics measure_with_reductions(const at::Tensor& value, const at::Tensor& reference, std::optional<at::ScalarType> ulp_dtype) {
-  Metrics m;
+namespace {
+
+/// prepare() and the reductions queued: what measure_with_reductions() and MetricsBatch share.
+at::Tensor start_reductions(const at::Tensor& value, const at::Tensor& reference, std::optional<at::ScalarType> ulp_dtype,
+                            Metrics& m, int64_t& elements) {
   auto [x, r] = prepare(value, reference, m);
   const Format f = format_of(ulp_dtype.value_or(value.scalar_type()));
   if (!m.exact_kind) m.unit_roundoff = std::ldexp(1.0, -(f.mantissa_bits + 1));
-  measure_on_device(x, r, f, value.sizes(), m);
+  elements = x.numel();
+  return queue_reductions(x, r, f);
+}
+
+}  // namespace
+
+Metrics measure_with_reductions(const at::Tensor& value, const at::Tensor& reference, std::optional<at::ScalarType> ulp_dtype) {
+  Metrics m;
+  int64_t elements = 0;
+  const at::Tensor host = start_reductions(value, reference, ulp_dtype, m, elements).cpu();
+  read_reductions(host.data_ptr<double>(), value.sizes(), elements, m);
   return m;
+}
+
+void MetricsBatch::add(const at::Tensor& value, const at::Tensor& reference, std::optional<at::ScalarType> ulp_dtype, Sink sink) {
+  if (reference.device().is_cpu() && !queue_cpu_) {
+    sink(measure(value, reference, ulp_dtype));
+    return;
+  }
+  Pending p;
+  p.sizes = value.sizes().vec();
+  p.parts = start_reductions(value, reference, ulp_dtype, p.metrics, p.elements);
+  p.sink = std::move(sink);
+  pending_.push_back(std::move(p));
+}
+
+void MetricsBatch::flush() {
+  if (pending_.empty()) return;
+  std::vector<at::Tensor> parts;
+  parts.reserve(pending_.size());
+  for (const Pending& p : pending_) parts.push_back(p.parts);
+  const at::Tensor host = at::stack(parts).cpu();  // [values, 18]: the one wait for the device
+  std::vector<Pending> done = std::move(pending_);
+  pending_.clear();
+  const double* h = host.data_ptr<double>();
+  for (size_t i = 0; i < done.size(); ++i) {
+    read_reductions(h + i * static_cast<size_t>(host.size(1)), done[i].sizes, done[i].elements, done[i].metrics);
+    done[i].sink(done[i].metrics);
+  }
 }
 
 Metrics measure(const at::Tensor& value, const at::Tensor& reference, std::optional<at::ScalarType> ulp_dtype) {

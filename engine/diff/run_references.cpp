@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/compare/metrics_batch.h"
 #include "engine/diff/stages.h"
 #include "graphs/graph_text.h"
 
@@ -14,9 +15,17 @@ std::string shape_of(const at::Tensor& t) { return fmt::format("[{}]", fmt::join
 
 namespace {
 
-/// Errors of one defined value; tensors only (sym scalars are exact by construction).
+/// Where a value's metrics go once measured: r.nodes[node].values[value] (indices: r.nodes grows meanwhile).
+struct ValueSlot {
+  DiffResult* result;
+  size_t node, value;
+  ValueError& get() const { return result->nodes[node].values[value]; }
+};
+
+/// Errors of one defined value; tensors only (sym scalars are exact by construction). Its metrics come from
+/// `batch` (on a GPU, when it is flushed) into `slot`.
 ValueError value_error(const Graph& g, ValueId v, const c10::IValue& native, const c10::IValue& fp64, const c10::IValue& local,
-                       std::optional<at::ScalarType> ulp_dtype) {
+                       std::optional<at::ScalarType> ulp_dtype, MetricsBatch& batch, ValueSlot slot) {
   ValueError e;
   e.name = g.value(v).name;
   if (!native.isTensor() || !fp64.isTensor() || !local.isTensor()) {
@@ -26,8 +35,10 @@ ValueError value_error(const Graph& g, ValueId v, const c10::IValue& native, con
   const at::Tensor& n = native.toTensor();
   e.dtype = std::string(dtype_name(static_cast<DType>(n.scalar_type())));
   e.shape = shape_of(n);
-  e.propagated = measure(n, fp64.toTensor(), ulp_dtype);
-  e.local = measure(local.toTensor(), fp64.toTensor(), ulp_dtype);
+  // On the CPU the sinks run at once, before the node's row is in r.nodes: `e` itself then.
+  const bool now = fp64.toTensor().device().is_cpu();
+  batch.add(n, fp64.toTensor(), ulp_dtype, [&e, slot, now](const Metrics& m) { (now ? e : slot.get()).propagated = m; });
+  batch.add(local.toTensor(), fp64.toTensor(), ulp_dtype, [&e, slot, now](const Metrics& m) { (now ? e : slot.get()).local = m; });
   return e;
 }
 
@@ -97,7 +108,8 @@ void keep_reference(const Graph& g, const NodeStep& step, ReferenceRuns& referen
 
 /// The node's errors; with `keep_values`, its values go to `values` too (copies with `copy`: a later
 /// op may write into them in place).
-NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values, bool copy, DiffValues& values) {
+NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values, bool copy, DiffValues& values, MetricsBatch& batch,
+                     DiffResult& r) {
   NodeError ne;
   ne.name = step.node.name;
   ne.target = short_target(step.node.target);
@@ -106,7 +118,8 @@ NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values, boo
   auto outs = step.node.output_values();
   const auto ulp_dtype = working_dtype(g, step.node);
   for (size_t i = 0; i < outs.size(); ++i) {
-    ne.values.push_back(value_error(g, outs[i], step.native[i], step.fp64[i], step.local[i], ulp_dtype));
+    ne.values.push_back(value_error(g, outs[i], step.native[i], step.fp64[i], step.local[i], ulp_dtype, batch,
+                                    ValueSlot{&r, r.nodes.size(), ne.values.size()}));
     if (keep_values && ne.values.back().compared) {
       NodeValues& kept = values.by_value[ne.values.back().name];
       auto keep = [copy](const c10::IValue& v) { return copy ? v.toTensor().clone() : v.toTensor(); };
@@ -152,10 +165,14 @@ void run_references(RunState& s) {
     s.reference = start_reference(s.program, s.inputs, s.interpreter, s.mutating);
     rerun_ops.assign(g.values().size(), 0);
   }
+  MetricsBatch batch;  // on a GPU: one wait for the device per kBatch values, not two per value
+  constexpr size_t kBatch = 512;
   s.runs = s.interpreter.run_lockstep(s.inputs, [&](const NodeStep& step) {
-    r.nodes.push_back(node_error(g, step, s.options.keep_values, s.mutating, *r.values));
+    r.nodes.push_back(node_error(g, step, s.options.keep_values, s.mutating, *r.values, batch, r));
     if (s.keep) keep_reference(g, step, s.reference, s.interpreter, rerun_ops, s.mutating);
+    if (batch.pending() >= kBatch) batch.flush();
   });
+  batch.flush();
   r.fixups = s.runs.fp64.fixups;
   r.autocast = autocast_regions(g);
   r.not_comparable = s.runs.fp64.not_comparable;

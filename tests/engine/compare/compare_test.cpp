@@ -8,6 +8,7 @@
 #include <ATen/ops/tensor.h>
 #include <limits>
 
+#include "engine/compare/metrics_batch.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/error.h"
 
@@ -97,6 +98,57 @@ TEST(Metrics, ReductionsGiveTheLoopsNumbers) {
   expect_same_metrics(at::linspace(0, 1, 6, at::kComplexFloat), at::linspace(0, 1.1, 6, at::kComplexDouble));
   expect_same_metrics(doubles({}), doubles({}));
   expect_same_metrics(at::full({}, 2.5, at::kFloat), at::full({}, 2.0, at::kDouble));
+}
+
+// MetricsBatch (run_references on a GPU): every value's reductions queued, one copy back at flush(), each sink
+// given exactly measure_with_reductions()'s metrics of its own value, in the order added; CPU values are
+// measured at once unless queued on purpose.
+TEST(Metrics, ABatchGivesEachValueItsOwnMetricsAtFlush) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  at::Tensor ref = at::linspace(-3.0, 7.0, 1001, at::kDouble);
+  const std::vector<std::pair<at::Tensor, at::Tensor>> cases = {
+      {ref.to(at::kBFloat16), ref},
+      {doubles({nan, 1, inf, -inf, 2, nan}), doubles({1, nan, inf, inf, 2, nan})},
+      {at::arange(10, at::kLong), at::arange(10, at::kLong) * 2},
+      {at::linspace(0, 1, 6, at::kComplexFloat), at::linspace(0, 1.1, 6, at::kComplexDouble)},
+      {doubles({}), doubles({})},
+      {ref.to(at::kHalf).reshape({7, 11, 13}), ref.reshape({7, 11, 13})},
+  };
+  MetricsBatch queued(/*queue_cpu=*/true);
+  std::vector<Metrics> got(cases.size());
+  std::vector<size_t> order;
+  for (size_t i = 0; i < cases.size(); ++i)
+    queued.add(cases[i].first, cases[i].second, std::nullopt, [&, i](const Metrics& m) {
+      got[i] = m;
+      order.push_back(i);
+    });
+  EXPECT_EQ(queued.pending(), cases.size());
+  EXPECT_TRUE(order.empty());  // nothing until flush()
+  queued.flush();
+  EXPECT_EQ(queued.pending(), 0u);
+  ASSERT_EQ(order.size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(order[i], i);
+    const Metrics want = measure_with_reductions(cases[i].first, cases[i].second);
+    EXPECT_EQ(got[i].numel, want.numel) << i;
+    EXPECT_EQ(got[i].exact_kind, want.exact_kind) << i;
+    EXPECT_EQ(got[i].nan, want.nan) << i;
+    EXPECT_EQ(got[i].ref_nan, want.ref_nan) << i;
+    EXPECT_EQ(got[i].mismatches, want.mismatches) << i;
+    EXPECT_EQ(got[i].worst_index, want.worst_index) << i;
+    EXPECT_EQ(got[i].max_abs, want.max_abs) << i;
+    EXPECT_EQ(got[i].max_ulp, want.max_ulp) << i;
+    EXPECT_EQ(got[i].unit_roundoff, want.unit_roundoff) << i;
+    if (std::isnan(want.rmse)) EXPECT_TRUE(std::isnan(got[i].rmse)) << i; else EXPECT_EQ(got[i].rmse, want.rmse) << i;
+    EXPECT_EQ(got[i].cosine, want.cosine) << i;
+  }
+  // Without queue_cpu a CPU value is measured at once, with measure()'s loop.
+  MetricsBatch at_once;
+  Metrics now;
+  at_once.add(ref.to(at::kFloat), ref, at::kBFloat16, [&](const Metrics& m) { now = m; });
+  EXPECT_EQ(at_once.pending(), 0u);
+  EXPECT_EQ(now.max_ulp, measure(ref.to(at::kFloat), ref, at::kBFloat16).max_ulp);
+  EXPECT_EQ(now.rmse, measure(ref.to(at::kFloat), ref, at::kBFloat16).rmse);
 }
 
 TEST(Verdict, AllcloseToEagerPasses) {
