@@ -13,7 +13,7 @@ namespace pt2diff {
 /// measure() of many values where each result is wanted later, not at once: on a GPU each value's
 /// reductions are queued on the device as it comes and the dozen numbers of all of them come back in one
 /// copy at flush(), so the thread that launches the runs' kernels never waits for the device in between
-/// (two waits per value made the 1B decoder's lockstep runs wait for the GPU about 1400 times). The metrics are
+/// (measure() waits once per value, twice per value in the lockstep runs). The metrics are
 /// measure_with_reductions()'s, bit for bit. A value whose reference is on the CPU is measured at once by
 /// measure() (its sink called before add() returns).
 class MetricsBatch {

@@ -15,17 +15,9 @@ std::string shape_of(const at::Tensor& t) { return fmt::format("[{}]", fmt::join
 
 namespace {
 
-/// Where a value's metrics go once measured: r.nodes[node].values[value] (indices: r.nodes grows meanwhile).
-struct ValueSlot {
-  DiffResult* result;
-  size_t node, value;
-  ValueError& get() const { return result->nodes[node].values[value]; }
-};
-
-/// Errors of one defined value; tensors only (sym scalars are exact by construction). Its metrics come from
-/// `batch` (on a GPU, when it is flushed) into `slot`.
-ValueError value_error(const Graph& g, ValueId v, const c10::IValue& native, const c10::IValue& fp64, const c10::IValue& local,
-                       std::optional<at::ScalarType> ulp_dtype, MetricsBatch& batch, ValueSlot slot) {
+/// One defined value's row; tensors only (sym scalars are exact by construction). Its metrics come later
+/// (measure_node).
+ValueError value_error(const Graph& g, ValueId v, const c10::IValue& native, const c10::IValue& fp64, const c10::IValue& local) {
   ValueError e;
   e.name = g.value(v).name;
   if (!native.isTensor() || !fp64.isTensor() || !local.isTensor()) {
@@ -35,11 +27,19 @@ ValueError value_error(const Graph& g, ValueId v, const c10::IValue& native, con
   const at::Tensor& n = native.toTensor();
   e.dtype = std::string(dtype_name(static_cast<DType>(n.scalar_type())));
   e.shape = shape_of(n);
-  // On the CPU the sinks run at once, before the node's row is in r.nodes: `e` itself then.
-  const bool now = fp64.toTensor().device().is_cpu();
-  batch.add(n, fp64.toTensor(), ulp_dtype, [&e, slot, now](const Metrics& m) { (now ? e : slot.get()).propagated = m; });
-  batch.add(local.toTensor(), fp64.toTensor(), ulp_dtype, [&e, slot, now](const Metrics& m) { (now ? e : slot.get()).local = m; });
   return e;
+}
+
+/// The errors of the step's compared values, propagated and local, into r.nodes[row] (its row, already there):
+/// at once on the CPU, when `batch` is flushed on a GPU (r.nodes grows meanwhile: found by index then).
+void measure_node(const Graph& g, const NodeStep& step, size_t row, MetricsBatch& batch, DiffResult& r) {
+  const auto ulp_dtype = working_dtype(g, step.node);
+  for (size_t i = 0; i < r.nodes[row].values.size(); ++i) {
+    if (!r.nodes[row].values[i].compared) continue;
+    const at::Tensor& fp64 = step.fp64[i].toTensor();
+    batch.add(step.native[i].toTensor(), fp64, ulp_dtype, [&r, row, i](const Metrics& m) { r.nodes[row].values[i].propagated = m; });
+    batch.add(step.local[i].toTensor(), fp64, ulp_dtype, [&r, row, i](const Metrics& m) { r.nodes[row].values[i].local = m; });
+  }
 }
 
 /// A dropped fp64 value is made again by at most this many cheap ops: its node's, and those of the dropped
@@ -108,18 +108,15 @@ void keep_reference(const Graph& g, const NodeStep& step, ReferenceRuns& referen
 
 /// The node's errors; with `keep_values`, its values go to `values` too (copies with `copy`: a later
 /// op may write into them in place).
-NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values, bool copy, DiffValues& values, MetricsBatch& batch,
-                     DiffResult& r) {
+NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values, bool copy, DiffValues& values) {
   NodeError ne;
   ne.name = step.node.name;
   ne.target = short_target(step.node.target);
   ne.source = step.node.source.user_frame();
   ne.module_path = step.node.source.module_path();
   auto outs = step.node.output_values();
-  const auto ulp_dtype = working_dtype(g, step.node);
   for (size_t i = 0; i < outs.size(); ++i) {
-    ne.values.push_back(value_error(g, outs[i], step.native[i], step.fp64[i], step.local[i], ulp_dtype, batch,
-                                    ValueSlot{&r, r.nodes.size(), ne.values.size()}));
+    ne.values.push_back(value_error(g, outs[i], step.native[i], step.fp64[i], step.local[i]));
     if (keep_values && ne.values.back().compared) {
       NodeValues& kept = values.by_value[ne.values.back().name];
       auto keep = [copy](const c10::IValue& v) { return copy ? v.toTensor().clone() : v.toTensor(); };
@@ -168,7 +165,8 @@ void run_references(RunState& s) {
   MetricsBatch batch;  // on a GPU: one wait for the device per kBatch values, not two per value
   constexpr size_t kBatch = 512;
   s.runs = s.interpreter.run_lockstep(s.inputs, [&](const NodeStep& step) {
-    r.nodes.push_back(node_error(g, step, s.options.keep_values, s.mutating, *r.values, batch, r));
+    r.nodes.push_back(node_error(g, step, s.options.keep_values, s.mutating, *r.values));
+    measure_node(g, step, r.nodes.size() - 1, batch, r);
     if (s.keep) keep_reference(g, step, s.reference, s.interpreter, rerun_ops, s.mutating);
     if (batch.pending() >= kBatch) batch.flush();
   });

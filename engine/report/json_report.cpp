@@ -226,9 +226,7 @@ json tolerance_json(const ToleranceRule& rule) {
           {"low_precision_multiplier", rule.low_precision_multiplier}, {"small_tensor_multipliers", rule.small_tensor_multipliers},
           {"suspicious_ratio", rule.suspicious_ratio}, {"node_ratio", rule.node_ratio}, {"node_fail_ratio", rule.node_fail_ratio}};
 }
-}  // namespace
 
-namespace {
 json stages_json(const DiffResult& r) {
   json stages = json::array();
   for (const StageRecord& st : r.stages)
