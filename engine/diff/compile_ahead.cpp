@@ -59,12 +59,13 @@ void start_graph_compile(RunState& s) {
   start_exploded_worker(s);
 }
 
-void compile_exploded_ahead(RunState& s) {
-  if (!s.graph_ahead.valid() || !s.exploded_backend) return;
+bool compile_exploded_ahead(RunState& s) {
+  if (!s.graph_ahead.valid() || !s.exploded_backend) return false;
   s.exploded_start.get();  // started with the whole graph's compile (start_exploded_worker); start_ahead throws nothing
   ExplodedCompile x = exploded_request(s);
   x.outputs = compile_and_run(*s.exploded_backend, x.ops, x.inputs, "exploded", x.record);
   s.exploded_ahead = std::move(x);
+  return true;
 }
 
 }  // namespace pt2diff

@@ -192,10 +192,12 @@ def main():
             c.expect(report["verdict"] == "diverged", f"TF32: an fp32 matmul graph at precision high diverges from fp64 ({report['verdict']})")
             c.expect("tf32_off" in hints, f"TF32: the compiler-lever hint names tf32_off ({hints[:300]})")
         # The exploded compile's judge runs every op on the weights the runs already hold on the GPU, not on a second
-        # copy: weights of 4 x 2048 x 2048 bf16 (32 MiB) and 2 tokens of activations, so the weights are the memory.
+        # copy: weights of 32 x 1024 x 1024 bf16 (64 MiB) and 2 tokens of activations, so the weights are the memory.
+        # One op's fp64 work is transient (its weight cast, 8 MiB, twice: 16 MiB; seen on an H100: 4 layers of 2048^2
+        # peaked at weights + 2 fp64 casts of one), so one copy peaks near 1.25x the weights and two near 2.25x.
         torch.manual_seed(0)
-        stack = torch.nn.Sequential(*(torch.nn.Linear(2048, 2048, bias=False) for _ in range(4))).to("cuda", torch.bfloat16).eval()
-        x = torch.randn(1, 2, 2048, device="cuda", dtype=torch.bfloat16)
+        stack = torch.nn.Sequential(*(torch.nn.Linear(1024, 1024, bias=False) for _ in range(32))).to("cuda", torch.bfloat16).eval()
+        x = torch.randn(1, 2, 1024, device="cuda", dtype=torch.bfloat16)
         with torch.no_grad():
             ep = torch.export.export(stack, (x,))
         graph, inputs = os.path.join(tmp, "linear_stack.pt2"), os.path.join(tmp, "linear_stack_inputs.pt")
@@ -207,7 +209,7 @@ def main():
             c.expect(False, f"linear stack: pt2diff exited {run.returncode}: {run.stderr.strip()}")
         else:
             peaks = {st["name"]: st["peak_gpu_bytes"] for st in report["stages"]}
-            c.expect(peaks["compile_exploded"] < 1.5 * weights,
+            c.expect(peaks["compile_exploded"] < 1.75 * weights,
                      f"linear stack: the exploded compile's judge holds one copy of the {weights >> 20} MiB of weights on the GPU "
                      f"(its stage's peak {peaks['compile_exploded'] >> 20} MiB)")
     if c.failures:

@@ -10,6 +10,7 @@ without them (a ctest).
    compiles in the same order, localization with its probes, hints. Both runs start their workers through a
    wrapper that notes when each starts (worker server off): without overlap one worker; with it two, the
    second (the exploded compile's) started while the first was still compiling the whole graph.
+   The overlapped report has the stage compile_exploded_ahead (the exploded compile, run after run_references).
 2. A clean graph (attention_core, stock Inductor): the same report either way.
 3. A compiler that cannot start (a worker that exits at once): with overlap the second worker's start ahead
    (Backend::start_ahead) fails unreported, and the run reports what it reports without overlap, exit code
@@ -90,6 +91,15 @@ def main():
             exploded = [n for n in reports["on"]["nodes"] if any("compiled_local" in v for v in n.get("values", []))]
             check(len(exploded) > 0, f"the exploded compile's column is there ({len(exploded)} nodes)")
             check(len(starts["off"]) == 1, f"without overlap, one worker ({len(starts['off'])} started)")
+            # The exploded compile started ahead has its own stage record, right after run_references: its wait and
+            # compile are not counted as the lockstep runs' time.
+            names = {k: [st["name"] for st in reports[k]["stages"]] for k in ("off", "on")}
+            ahead = [st["seconds"] for st in reports["on"]["stages"] if st["name"] == "compile_exploded_ahead"]
+            exploded_s = sum(c["compile_seconds"] + c["run_seconds"] for c in reports["on"]["compiles"] if c["what"] == "exploded")
+            check("compile_exploded_ahead" not in names["off"] and names["on"][1:3] == ["run_references", "compile_exploded_ahead"]
+                  and ahead and ahead[0] >= 0.9 * exploded_s,
+                  f"with --overlap on, the stage compile_exploded_ahead after run_references holds the exploded compile "
+                  f"({ahead} s, the compile and run {exploded_s:.2f} s); without overlap no such stage", names)
             graph_compile = reports["on"]["compiles"][0]["compile_seconds"]
             on = starts["on"]
             check(len(on) == 2 and on[1] - on[0] < graph_compile,
