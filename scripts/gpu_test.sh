@@ -60,6 +60,8 @@ check 1 "pt2diff's eager and fp64 runs on CUDA are PyTorch's (bit for bit; float
   "$PYTHON" "$ROOT/tests/device/engine_cuda.py" "$cli" "$fixtures"
 check 1 "Inductor on CUDA gives torch.compile's numbers bit for bit" \
   "$PYTHON" "$ROOT/tests/engine/backends/inductor_agreement.py" "$cli" "$fixtures" mlp attention_core bf16_block_core
+check 1 "the exploded compile's distinct ops give the whole exploded graph's numbers bit for bit on Triton" \
+  "$PYTHON" "$ROOT/tests/device/distinct_ops_cuda.py" cuda
 check 1 "a planted Inductor bug (fp32 matmuls in bf16) is localized on CUDA" \
   "$PYTHON" "$ROOT/tests/engine/localize/inductor_localization.py" "$cli" "$fixtures" mlp
 check 2 "the kernel table reads Triton's wrapper code: the first failing kernel, the op inside it and a NaN's origin" \

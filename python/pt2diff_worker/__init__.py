@@ -4,6 +4,7 @@
 - `regions`: GraphModules cut out of an archive's graph (fused or exploded), CPU math attention;
 - `archive`: an archive loaded for a device (`Archive`), the region inputs the engine sends;
 - `inductor`: the Inductor worker (`Worker`), `torch_settings`, `config_value`;
+- `distinct_ops`: an exploded region's repeated ops compiled once, run once per occurrence;
 - `cli`: `main()`, what `python -m pt2diff_worker` and engine/backends/inductor_worker.py run.
 
 Importing the package (or `protocol`, `cli`) imports no torch and changes nothing: torch comes with the

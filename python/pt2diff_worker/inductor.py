@@ -13,7 +13,7 @@ import traceback
 
 import torch
 
-from . import kernel_map
+from . import distinct_ops, kernel_map
 from .archive import Archive
 from .protocol import PROTOCOL, Failure, describe, failure_kind
 
@@ -149,6 +149,14 @@ class Worker:
             if aoti:
                 with patch, observe, torch.no_grad(), torch_settings(settings):
                     compiled, payloads = self.compile_aoti(req["region"], gm, example, observed=not why_not)
+            elif (p := self.distinct_plan(req, gm, example, eager, observed=not why_not)) is not None:
+                # A model's repeated layers: each distinct op compiled once, run once per occurrence.
+                def compile_fn(module):
+                    return torch.compile(module, backend="inductor", fullgraph=True, dynamic=False)
+
+                compiled = distinct_ops.DistinctOps(gm, p, compile_fn, lambda: inductor_config.patch(config))
+                with observe, torch.no_grad(), torch_settings(settings):
+                    compiled.first_call(example)
             else:
                 # Nodes left eager break the graph (torch.compiler.disable): the pieces between them compile.
                 compiled = torch.compile(gm, backend="inductor", fullgraph=not eager, dynamic=False)
@@ -275,6 +283,14 @@ class Worker:
         return {}
 
     # --- regions ----------------------------------------------------------------------------
+    def distinct_plan(self, req, gm, example, eager, observed):
+        """How an exploded region's ops share compiles (distinct_ops.plan), or None: a fused region, AOTI, nodes
+        left eager, an observed compile (the kernel map names each occurrence's buffers), the request's
+        `distinct_ops` false, or no op that occurs twice."""
+        if not req.get("exploded") or self.compiler != "inductor" or eager or observed or not req.get("distinct_ops", True):
+            return None
+        return distinct_ops.plan(gm, example)
+
     def region_module(self, node_names, input_names, output_names, exploded, eager=()):
         """The region's GraphModule and input names (Archive.region_module on the loaded archive)."""
         return self.archive.region_module(node_names, input_names, output_names, exploded, eager)

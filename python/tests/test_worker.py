@@ -27,7 +27,7 @@ sys.path.insert(0, PYTHON_DIR)
 import torch  # noqa: E402
 import torch.fx  # noqa: E402
 
-from pt2diff_worker import cli  # noqa: E402
+from pt2diff_worker import cli, distinct_ops  # noqa: E402
 from pt2diff_worker.archive import Archive  # noqa: E402
 from pt2diff_worker.inductor import Worker, config_value, torch_settings  # noqa: E402
 from pt2diff_worker.protocol import Failure, serve  # noqa: E402
@@ -655,6 +655,108 @@ class InductorTest(unittest.TestCase):
                                                           "outputs": ["relu"], "example_inputs": example,
                                                           "config": {"no_such_key": "1"}}))
         self.assertEqual((kind, message), ("compile_failed", "AttributeError: torch._inductor.config.no_such_key does not exist"))
+
+
+class Blocks(torch.nn.Module):
+    """Three alike blocks (the ops of each share a signature with the others'), a multi-output op in each, and one
+    linear on a transposed input (its strides differ from the others': an op apart)."""
+
+    def __init__(self):
+        super().__init__()
+        self.norms = torch.nn.ModuleList(torch.nn.LayerNorm(8) for _ in range(3))
+        self.fcs = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(3))
+
+    def forward(self, x):
+        for norm, fc in zip(self.norms, self.fcs):
+            var, mean = torch.var_mean(x, dim=-1, keepdim=True)
+            x = x + torch.nn.functional.gelu(fc(norm(x))) * var + mean
+        return torch.nn.functional.linear(x.t(), self.fcs[0].weight[:, :6])
+
+
+class DistinctOpsTest(unittest.TestCase):
+    """The exploded compile of repeated layers compiles each distinct op once (distinct_ops.py) and gives the
+    numbers of the exploded graph compiled whole, bit for bit."""
+
+    @classmethod
+    def setUpClass(cls):
+        torch.manual_seed(2)
+        cls.archive = os.path.join(TMP, "blocks.pt2")
+        x = torch.randn(6, 8)
+        program = torch.export.export(Blocks(), (x,))
+        torch.export.save(program, cls.archive)
+        gm = program.graph_module
+        state = Archive.load(cls.archive).state
+        values = {}
+
+        class Recording(torch.fx.Interpreter):
+            def run_node(self, n):
+                values[n.name] = super().run_node(n)
+                return values[n.name]
+
+        with torch.no_grad():  # as the engine's values
+            Recording(gm).run(*(state.get(n.name, x) for n in gm.graph.nodes if n.op == "placeholder"))
+        ops = [n for n in gm.graph.nodes if n.op == "call_function" and n.target is not operator.getitem]
+        cls.nodes = [n.name for n in ops]
+        cls.inputs = sorted({a.name for n in ops for a in n.all_input_nodes})
+        cls.outputs = [u.name for n in ops for u in (n.users if isinstance(values[n.name], tuple) else [n])]
+        cls.example = os.path.join(TMP, "blocks_inputs.pt")
+        torch.save(tuple((name, values[name]) for name in cls.inputs if name not in state), cls.example)
+
+    def compiled(self, name, **extra):
+        w = Worker()
+        w.load({"archive": self.archive})
+        region = {"region": name, "nodes": self.nodes, "inputs": self.inputs, "outputs": self.outputs, "exploded": True,
+                  "example_inputs": self.example, **extra}
+        w.compile(region)
+        out = os.path.join(TMP, f"{name}_outputs.pt")
+        w.run({"region": name, "inputs": self.example, "outputs_file": out})
+        return w.regions[name][0], torch.load(out, weights_only=True)
+
+    def test_each_distinct_op_compiles_once_and_the_numbers_are_the_whole_graphs(self):
+        deduped, got = self.compiled("distinct")
+        whole, expected = self.compiled("whole", distinct_ops=False)
+        self.assertIsInstance(deduped, distinct_ops.DistinctOps)
+        self.assertNotIsInstance(whole, distinct_ops.DistinctOps)
+        # 3 x (var_mean, layer_norm, linear, gelu, mul, add, add) + t, slice, linear: 10 distinct of 24
+        self.assertEqual((len(self.nodes), deduped.distinct, deduped.calls), (24, 10, 4))
+        self.assertIsNone(deduped.fallback)
+        self.assertEqual(len(got), len(expected))
+        for name, a, b in zip(self.outputs, got, expected):
+            self.assertTrue(torch.equal(a, b), name)
+
+    def test_ops_that_write_inputs_or_draw_random_numbers_keep_the_whole_graph(self):
+        def exploded(target, *extra):
+            g = torch.fx.Graph()
+            a, b, c, d = (g.placeholder(n) for n in "abcd")
+            g.output((g.call_function(target, (a, b, *extra)), g.call_function(target, (c, d, *extra))))
+            return torch.fx.GraphModule(torch.nn.Module(), g)
+
+        values = [torch.ones(4) for _ in range(4)]
+        p = distinct_ops.plan(exploded(torch.ops.aten.add.Tensor), values)
+        self.assertEqual(([len(g) for g in p.groups], p.calls), ([2], 2))
+        self.assertIsNone(distinct_ops.plan(exploded(torch.ops.aten.add_.Tensor), values))  # resnet's residual add_
+        self.assertIsNone(distinct_ops.plan(exploded(torch.ops.aten.native_dropout.default, True), [torch.ones(4), 0.5] * 2))
+        # other sizes: two distinct ops, nothing to share
+        self.assertIsNone(distinct_ops.plan(exploded(torch.ops.aten.add.Tensor), values[:3] + [torch.ones(1)]))
+
+    def test_an_occurrence_unlike_its_compile_falls_back_to_the_whole_graph(self):
+        w = Worker()
+        w.load({"archive": self.archive})
+        region = {"region": "r", "nodes": self.nodes, "inputs": self.inputs, "outputs": self.outputs, "exploded": True,
+                  "example_inputs": self.example}
+        w.compile(region)
+        sent = dict(torch.load(self.example, weights_only=True))
+        name = next(n for n in self.inputs if n in sent and sent[n].shape == (6, 8))
+        sent[name] = torch.empty(8, 6).t().copy_(sent[name])  # the same values, other strides: Dynamo's guards reject them
+        changed = os.path.join(TMP, "blocks_changed.pt")
+        torch.save(tuple(sent.items()), changed)
+        out = os.path.join(TMP, "changed_outputs.pt")
+        w.run({"region": "r", "inputs": changed, "outputs_file": out})
+        compiled = w.regions["r"][0]
+        self.assertIn("does not match its op's compile", compiled.fallback)
+        _, expected = self.compiled("whole_again", distinct_ops=False)
+        for o, a, b in zip(self.outputs, torch.load(out, weights_only=True), expected):
+            self.assertTrue(torch.equal(a, b), o)
 
 
 if __name__ == "__main__":
