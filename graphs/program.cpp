@@ -144,6 +144,7 @@ Program load_from(const Archive& archive, const LoadOptions& options) {
   const std::string& path = archive.path();
   Program p;
   p.path = path;
+  p.device_weights = std::make_shared<Program::DeviceWeights>();
   p.model_name = choose_model(archive, options.model_name);
   if (archive.has_record("byteorder") && archive.read_text("byteorder") != "little")
     bad_archive(path, "saved on a big-endian machine: pt2diff reads little-endian archives only");

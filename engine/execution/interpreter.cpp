@@ -125,18 +125,18 @@ struct Interpreter::Impl {
   std::optional<uint64_t> seed;
   c10::Device native_device = c10::Device(c10::kCPU);     ///< native, local and region runs
   c10::Device reference_device = c10::Device(c10::kCPU);  ///< the fp64 run
-  /// The weights on a GPU, copied there once per device (the CPU uses Program::state as is).
-  mutable std::mutex state_mutex;
-  mutable std::map<std::string, std::unordered_map<std::string, c10::IValue>> device_state;
+  /// The weights on a GPU, copied there once per device (the CPU uses Program::state as is): the program's,
+  /// shared with every other interpreter of it (Program::device_weights), or this interpreter's own.
+  std::shared_ptr<Program::DeviceWeights> device_weights;
 
   /// `program.state[name]` on `device`.
   c10::IValue weight(const std::string& name, const c10::Device& device) const {
-    c10::IValue w = program.state.at(name);
-    if (device.is_cpu() || !w.isTensor()) return w;
-    std::lock_guard<std::mutex> lock(state_mutex);
-    auto& on_device = device_state[device.str()];
+    const at::Tensor& w = program.state.at(name);
+    if (device.is_cpu() || !w.defined()) return w;
+    std::lock_guard<std::mutex> lock(device_weights->mutex);
+    auto& on_device = device_weights->by_device[device.str()];
     auto it = on_device.find(name);
-    if (it == on_device.end()) it = on_device.emplace(name, w.toTensor().to(device)).first;
+    if (it == on_device.end()) it = on_device.emplace(name, w.to(device)).first;
     return it->second;
   }
   /// The weight (parameter, buffer or constant) `value` is, when it is one and `given` is the program's own
@@ -163,7 +163,8 @@ struct Interpreter::Impl {
     if (seed) at::manual_seed(*seed);
   }
 
-  explicit Impl(const Program& p) : program(p) {}
+  explicit Impl(const Program& p)
+      : program(p), device_weights(p.device_weights ? p.device_weights : std::make_shared<Program::DeviceWeights>()) {}
 
   void plan(const Graph& g, std::vector<std::string>& problems) {
     GraphPlan plan;

@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,16 @@ struct Program {
   /// that runs in another process (the Inductor worker, an external worker) reads archives from a path:
   /// it is handed a temporary copy of these bytes, removed with the backend.
   std::shared_ptr<const std::string> archive_bytes;
+
+  /// The weights copied to a GPU for runs of this program, shared by every Interpreter of it and of its copies
+  /// (the engine's runs, the eager and fault backends' own interpreters): one copy per device however many
+  /// interpreters run it, freed with the last Program that shares it. Made by the loaders; null (a Program built
+  /// by hand): each Interpreter keeps its own.
+  struct DeviceWeights {
+    std::mutex mutex;
+    std::map<std::string, std::map<std::string, at::Tensor>> by_device;  ///< device ("cuda:0") -> FQN -> weight
+  };
+  std::shared_ptr<DeviceWeights> device_weights;
 
   /// Bytes of distinct storages behind `state` (shared storages counted once).
   int64_t weight_bytes() const;
