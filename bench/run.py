@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "performance.md")
 RESULTS = os.path.join(ROOT, "bench", "results")
 DEFAULT_SECTIONS = ["loader", "dag", "interpreter", "memory", "compile", "diff", "localize", "sweep"]
-ALL_SECTIONS = DEFAULT_SECTIONS + ["build", "python", "kernel_map", "aoti"]
+ALL_SECTIONS = DEFAULT_SECTIONS + ["build", "python", "kernel_map", "aoti", "distinct_ops"]
 
 
 # --- running -------------------------------------------------------------------------------------------
@@ -279,6 +279,34 @@ def sec_aoti(r, a):
     return {"cases": rows}
 
 
+DISTINCT_OPS_LAYERS = [2, 8]
+
+
+def sec_distinct_ops(r, a):
+    """The exploded compile with each distinct op compiled once against the whole exploded graph (docs/worker-protocol.md):
+    the worker's compile and run of every op of a bf16 Llama-style decoder (d=256, 64 tokens), caches off, each
+    mode in a fresh process, the median of 3."""
+    script = os.path.join(ROOT, "tests", "device", "distinct_ops_cuda.py")
+    for mode in ("distinct", "whole"):
+        r.commands.append({"argv": ["python", "tests/device/distinct_ops_cuda.py", "cpu", "--layers", "N", "--only", mode,
+                                    "--json", "OUT.json"], "note": f"3 times per size ({', '.join(map(str, DISTINCT_OPS_LAYERS))} layers)"})
+    rows = {}
+    for layers in DISTINCT_OPS_LAYERS:
+        for mode in ("distinct", "whole"):
+            samples = []
+            for _ in range(3):
+                out = os.path.join(tempfile.mkdtemp(prefix="pt2diff-distinct-"), "r.json")
+                argv = [a.python, script, "cpu", "--layers", str(layers), "--only", mode, "--json", out]
+                p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+                if p.returncode != 0:
+                    sys.exit(f"bench/run.py: {shlex.join(argv)} exited {p.returncode}:\n{p.stderr[-3000:]}")
+                samples.append(json.load(open(out)))
+                shutil.rmtree(os.path.dirname(out), ignore_errors=True)
+            med = lambda key: statistics.median(x[key] for x in samples)
+            rows[f"{layers}/{mode}"] = {**samples[-1], "compile_s": med("compile_s"), "run_s": med("run_s")}
+    return {"cases": rows}
+
+
 SECTION_FUNCS = {n: globals()["sec_" + n] for n in ALL_SECTIONS}
 
 
@@ -505,6 +533,16 @@ def ren_aoti(d):
                      f"{fmt_time(jit['exploded_s'])} / {fmt_time(aoti['exploded_s'])}", f"{fmt_time(jit['wall_s'])} / {fmt_time(aoti['wall_s'])}"])
     return table(["fixture", "kernel calls: JIT / AOTI", "graph compile (instrumented): JIT / AOTI", "exploded compile: JIT / AOTI",
                   "whole diff: JIT / AOTI"], rows)
+
+
+def ren_distinct_ops(d):
+    rows = []
+    for layers in DISTINCT_OPS_LAYERS:
+        one, whole = d["cases"][f"{layers}/distinct"], d["cases"][f"{layers}/whole"]
+        rows.append([f"{layers} layers", f"{whole['ops']} / {one['distinct']}", f"{fmt_time(whole['compile_s'])} / {fmt_time(one['compile_s'])}",
+                     f"{fmt_time(whole['run_s'])} / {fmt_time(one['run_s'])}", f"{whole['compile_s'] / one['compile_s']:.1f}x"])
+    return table(["bf16 decoder (d=256, 64 tokens)", "ops / distinct", "exploded compile: whole / distinct", "run: whole / distinct",
+                  "compile speed-up"], rows)
 
 
 def ren_minifier(d):
