@@ -162,15 +162,14 @@ def representatives_module(gm, p):
     each group in order, the parts the region asks of that op (the node, or its getitems in ascending order).
     Returns (module, for each group the list of parts it returns)."""
     new = torch.fx.Graph()
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     copies, returned, parts_of = {}, [], []
     wanted = [sorted({o[3] for o in p.outputs if o[0] == "op" and o[1] == g}, key=lambda x: -1 if x is None else x)
               for g in range(len(p.groups))]
     for g, group in enumerate(p.groups):
         rep = group[0]
-        reads = []
-        for a in rep.all_input_nodes:
-            if a.op == "placeholder" and a not in reads:
-                reads.append(a)
+        # In the plan's order (op_signature's): the order each occurrence's inputs are passed in.
+        reads = [placeholders[i] for i in p.inputs[g][0]]
         for i, a in enumerate(reads):
             copies[a] = new.placeholder(f"g{g}_in{i}")
         copy = new.node_copy(rep, lambda a: copies[a] if a in copies else new.get_attr(a.target))
