@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/compare/judge_measured.h"
 #include "engine/compare/rule_registry.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/error.h"
@@ -35,7 +36,12 @@ bool allclose_chunked(const at::Tensor& a, const at::Tensor& b, at::ScalarType a
 
 }  // namespace
 
-Verdict judge(const at::Tensor& result_anywhere, const at::Tensor& eager_anywhere, const at::Tensor& fp64, const ToleranceRule& rule) {
+Verdict judge(const at::Tensor& result, const at::Tensor& eager, const at::Tensor& fp64, const ToleranceRule& rule) {
+  return judge_measured(result, eager, fp64, rule, nullptr, nullptr);
+}
+
+Verdict judge_measured(const at::Tensor& result_anywhere, const at::Tensor& eager_anywhere, const at::Tensor& fp64,
+                       const ToleranceRule& rule, const Metrics* result_to_fp64, const Metrics* eager_to_fp64) {
   // One device for the comparisons: the referee's (a compiled value read back from a worker is on the
   // host, eager and fp64 may be on a GPU, or fp64 on the host beside a GPU eager).
   const c10::Device where = fp64.defined() ? fp64.device() : eager_anywhere.device();
@@ -57,7 +63,8 @@ Verdict judge(const at::Tensor& result_anywhere, const at::Tensor& eager_anywher
   }
   // Both errors to fp64, for every rule: the level and the blind spot need them even when the rule does not.
   std::optional<std::pair<Metrics, Metrics>> e;
-  if (fp64.defined()) e.emplace(measure(result, fp64), measure(eager, fp64));
+  if (fp64.defined())
+    e.emplace(result_to_fp64 ? *result_to_fp64 : measure(result, fp64), eager_to_fp64 ? *eager_to_fp64 : measure(eager, fp64));
   RuleEvidence evidence;
   if (e) {
     evidence.result = &e->first;

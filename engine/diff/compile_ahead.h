@@ -23,7 +23,8 @@ void start_graph_compile(RunState& s);
 
 /// After run_references: when overlaps() and the run compiles exploded, the exploded compile and run on the
 /// second worker (started by start_graph_compile; waited for here) in this thread, while the whole graph's compile goes
-/// on; compile_exploded takes it (RunState::exploded_ahead) and ends that worker. Its progress lines wait
+/// on, and its outputs judged (judge_exploded) as soon as they come; compile_exploded takes both
+/// (RunState::exploded_ahead), enters the judgement in its own place and ends that worker. Its progress lines wait
 /// until the whole graph's compile is done (one line, one compile at a time). Returns whether it ran (the
 /// pipeline records its time as the stage `compile_exploded_ahead`).
 bool compile_exploded_ahead(RunState& s);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "engine/compare/judge_measured.h"
 #include "engine/diff/node_ratio.h"
 #include "engine/diff/stages.h"
 
@@ -31,6 +32,53 @@ ExplodedCompile exploded_request(const RunState& s) {
   return x;
 }
 
+std::vector<ExplodedValue> judge_exploded(const RunState& s, const ExplodedCompile& x) {
+  const Graph& g = s.program.ir.graph;
+  const DiffResult& r = s.result;
+  std::vector<ExplodedValue> judged;
+  const RegionSpec& ops = x.ops;
+  const std::vector<c10::IValue>& local = *x.outputs;
+  std::unordered_map<std::string, const c10::IValue*> compiled_by_name;
+  for (size_t i = 0; i < ops.outputs.size(); ++i) compiled_by_name[g.value(ops.outputs[i]).name] = &local[i];
+  std::unordered_map<NodeId, size_t> row;  // r.nodes[k] is g.nodes()[k]
+  for (size_t k = 0; k < g.nodes().size(); ++k) row[g.nodes()[k].id] = k;
+  // The eager local results of the same ops on the same inputs (the rule's "eager" per op), judged op by op as the
+  // interpreter makes them: one op's results held at a time, not every op's.
+  RunOptions judge_each;
+  judge_each.on_node = [&](const Node& n, const std::vector<c10::IValue>& eager_outs) {
+    const size_t k = row.at(n.id);
+    const NodeError& ne = r.nodes[k];
+    const auto ulp_dtype = working_dtype(g, n);
+    const std::vector<ValueId> outs = n.output_values();
+    for (size_t i = 0; i < ne.values.size(); ++i) {
+      const ValueError& ve = ne.values[i];
+      if (!ve.compared) continue;
+      auto it = compiled_by_name.find(ve.name);
+      const ValueId id = g.find(ve.name);
+      const auto pos = std::find(outs.begin(), outs.end(), id);
+      const c10::IValue ref = s.reference.fp64_of(id);
+      if (it == compiled_by_name.end() || pos == outs.end() || !it->second->isTensor() || !ref.isTensor()) continue;
+      const c10::IValue& eager_local = eager_outs[static_cast<size_t>(pos - outs.begin())];
+      if (!eager_local.isTensor()) continue;
+      const at::Tensor& compiled_local = it->second->toTensor();
+      ExplodedValue e;
+      e.row = k;
+      e.value = i;
+      ValueError measured = ve;
+      measured.compiled_local = e.compiled_local = measure(compiled_local, ref.toTensor(), ulp_dtype);
+      if (s.options.keep_values) e.kept = compiled_local;
+      // The compiled value measured once (above); eager's local value is this run's, measured by the rule.
+      const Verdict alone = judge_measured(compiled_local, eager_local.toTensor(), ref.toTensor(), s.options.rule,
+                                           known_ulps(e.compiled_local, ulp_dtype, compiled_local.scalar_type()), nullptr);
+      e.fails = counts_as_failing(alone, s.options.localize_suspicious);
+      if (!e.compiled_local.exact_kind) e.ratio = compiled_local_ratio(s, n, measured);
+      judged.push_back(std::move(e));
+    }
+  };
+  s.interpreter.run_region(ops, x.inputs, judge_each);
+  return judged;
+}
+
 void compile_exploded(RunState& s) {
   const Graph& g = s.program.ir.graph;
   DiffResult& r = s.result;
@@ -53,43 +101,21 @@ void compile_exploded(RunState& s) {
     x.outputs = compile_and_run(s.backend, x.ops, x.inputs, "exploded", r);
   }
   if (!x.outputs) return;
-  const RegionSpec& ops = x.ops;
-  const std::vector<c10::IValue>& local = *x.outputs;
-  std::unordered_map<std::string, const c10::IValue*> compiled_by_name;
-  for (size_t i = 0; i < ops.outputs.size(); ++i) compiled_by_name[g.value(ops.outputs[i]).name] = &local[i];
-  std::unordered_map<NodeId, size_t> row;  // r.nodes[k] is g.nodes()[k]
-  for (size_t k = 0; k < g.nodes().size(); ++k) row[g.nodes()[k].id] = k;
-  // The eager local results of the same ops on the same inputs (the rule's "eager" per op), judged op by op as the
-  // interpreter makes them: one op's results held at a time, not every op's.
-  RunOptions judge_each;
-  judge_each.on_node = [&](const Node& n, const std::vector<c10::IValue>& eager_outs) {
-    const size_t k = row.at(n.id);
-    NodeError& ne = r.nodes[k];
-    const auto ulp_dtype = working_dtype(g, n);
-    const std::vector<ValueId> outs = n.output_values();
-    for (ValueError& ve : ne.values) {
-      if (!ve.compared) continue;
-      auto it = compiled_by_name.find(ve.name);
-      const ValueId id = g.find(ve.name);
-      const auto pos = std::find(outs.begin(), outs.end(), id);
-      const c10::IValue ref = s.reference.fp64_of(id);
-      if (it == compiled_by_name.end() || pos == outs.end() || !it->second->isTensor() || !ref.isTensor()) continue;
-      const c10::IValue& eager_local = eager_outs[static_cast<size_t>(pos - outs.begin())];
-      if (!eager_local.isTensor()) continue;
-      const at::Tensor& compiled_local = it->second->toTensor();
-      ve.compiled_local = measure(compiled_local, ref.toTensor(), ulp_dtype);
-      ve.has_compiled_local = true;
-      if (s.options.keep_values) r.values->by_value[ve.name].compiled_local = compiled_local;
-      const Verdict alone = judge(compiled_local, eager_local.toTensor(), ref.toTensor(), s.options.rule);
-      if (counts_as_failing(alone, s.options.localize_suspicious)) ne.compiled_local_fails = true;
-      ne.compiled_local_ulp = std::max(ne.compiled_local_ulp, ve.compiled_local.exact_kind ? 0.0 : ve.compiled_local.max_ulp);
-      if (!ve.compiled_local.exact_kind) {
-        ne.compiled_local_relative = std::max(ne.compiled_local_relative, relative_rmse(ve.compiled_local));
-        ne.compiled_vs_eager = std::max(ne.compiled_vs_eager, compiled_local_ratio(s, n, ve));
-      }
+  if (x.judge_error) std::rethrow_exception(x.judge_error);
+  if (!x.judged) x.judged = judge_exploded(s, x);
+  for (ExplodedValue& e : *x.judged) {
+    NodeError& ne = r.nodes[e.row];
+    ValueError& ve = ne.values[e.value];
+    ve.compiled_local = e.compiled_local;
+    ve.has_compiled_local = true;
+    if (s.options.keep_values) r.values->by_value[ve.name].compiled_local = std::move(e.kept);
+    if (e.fails) ne.compiled_local_fails = true;
+    ne.compiled_local_ulp = std::max(ne.compiled_local_ulp, ve.compiled_local.exact_kind ? 0.0 : ve.compiled_local.max_ulp);
+    if (!ve.compiled_local.exact_kind) {
+      ne.compiled_local_relative = std::max(ne.compiled_local_relative, relative_rmse(ve.compiled_local));
+      ne.compiled_vs_eager = std::max(ne.compiled_vs_eager, e.ratio);
     }
-  };
-  s.interpreter.run_region(ops, x.inputs, judge_each);
+  }
 }
 
 }  // namespace pt2diff

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <map>
 
+#include "engine/compare/judge_measured.h"
 #include "engine/diff/stages.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/error.h"
@@ -40,6 +41,18 @@ ValueId value_for(const Graph& g, const Node& node, const ObservedBuffer& b, std
   why = candidates.empty() ? fmt::format("{} has no {} output", node.name, c10::toString(b.value.scalar_type()))
                            : fmt::format("{} has {} outputs it could be", node.name, candidates.size());
   return kNoValue;
+}
+
+/// The reference runs' errors of value `v` of node `n` (its row of DiffResult::nodes), when they measured it.
+const ValueError* eager_error(const RunState& s, NodeId n, ValueId v) {
+  const Graph& g = s.program.ir.graph;
+  const std::vector<Node>& nodes = g.nodes();
+  const auto at = std::find_if(nodes.begin(), nodes.end(), [n](const Node& x) { return x.id == n; });
+  if (at == nodes.end() || static_cast<size_t>(at - nodes.begin()) >= s.result.nodes.size()) return nullptr;
+  const NodeError& ne = s.result.nodes[static_cast<size_t>(at - nodes.begin())];
+  for (const ValueError& ve : ne.values)
+    if (ve.compared && ve.name == g.value(v).name) return &ve;
+  return nullptr;
 }
 
 }  // namespace
@@ -113,9 +126,14 @@ void judge_kernels(RunState& s) {
         kb.value = g.value(v).name;
         kb.judged = true;
         ++t.judged;
-        kb.verdict = judge(value, e, fp64.toTensor(), s.options.rule);
+        // Each side measured once: the buffer here, eager's value when the reference runs measured it
+        // (ValueError::propagated, the same eager and fp64 values) in the ULPs the rule judges in.
+        const auto ulp_dtype = working_dtype(g, g.node(node->second));
+        kb.metrics = measure(value, fp64.toTensor(), ulp_dtype);
+        const ValueError* known = eager_error(s, node->second, v);
+        kb.verdict = judge_measured(value, e, fp64.toTensor(), s.options.rule, known_ulps(kb.metrics, ulp_dtype, value.scalar_type()),
+                                    known ? known_ulps(known->propagated, ulp_dtype, e.scalar_type()) : nullptr);
         kb.pass = kb.verdict.pass;
-        kb.metrics = measure(value, fp64.toTensor(), working_dtype(g, g.node(node->second)));
         if (!kb.pass) {
           k.fails = true;
           if (first_failing_node < 0 || node->second < first_failing_node) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "engine/compare/judge_measured.h"
 #include "engine/diff/stages.h"
 
 namespace pt2diff {
@@ -26,7 +27,8 @@ c10::IValue compiled_output(const RunState& s, size_t i, const std::vector<c10::
   return outputs.at(static_cast<size_t>(at - s.whole.outputs.begin()));
 }
 
-std::optional<Verdict> judge_output(const RunState& s, size_t i, const at::Tensor& compiled) {
+std::optional<Verdict> judge_output(const RunState& s, size_t i, const at::Tensor& compiled, const Metrics* compiled_to_fp64,
+                                    const Metrics* eager_to_fp64) {
   const Graph& g = s.program.ir.graph;
   const c10::IValue& eager = s.runs.native.outputs[i];
   const c10::IValue& fp64 = s.runs.fp64.outputs[i];
@@ -34,7 +36,8 @@ std::optional<Verdict> judge_output(const RunState& s, size_t i, const at::Tenso
   auto values = s.program.ir.output_specs[i].arg.values();
   const std::string name = values.empty() ? std::string() : g.value(values.front()).name;
   const bool fp64_ok = fp64.isTensor() && !s.uncomparable_values.count(name);
-  return judge(compiled, eager.toTensor(), fp64_ok ? fp64.toTensor() : at::Tensor(), s.options.rule);
+  return judge_measured(compiled, eager.toTensor(), fp64_ok ? fp64.toTensor() : at::Tensor(), s.options.rule,
+                        fp64_ok ? compiled_to_fp64 : nullptr, fp64_ok ? eager_to_fp64 : nullptr);
 }
 
 void judge_outputs(RunState& s) {
@@ -64,8 +67,11 @@ void judge_outputs(RunState& s) {
       ov = no_compiled_value(std::move(ov), fmt::format("{} does not return this output", r.compiled));
     } else {
       kept.compiled = result.toTensor();
-      ov.verdict = *judge_output(s, i, result.toTensor());
+      // Each side measured once: the errors reported are the ones the rule judges (where in the same ULPs).
       if (fp64_ok) ov.compiled_to_fp64 = measure(result.toTensor(), fp64.toTensor(), ulp_dtype);
+      const at::ScalarType dtype = eager.toTensor().scalar_type();
+      ov.verdict = *judge_output(s, i, result.toTensor(), fp64_ok ? known_ulps(ov.compiled_to_fp64, ulp_dtype, result.toTensor().scalar_type()) : nullptr,
+                                 fp64_ok ? known_ulps(ov.eager_to_fp64, ulp_dtype, dtype) : nullptr);
     }
     r.diverged = r.diverged || !ov.verdict.pass;
     r.suspicious = r.suspicious || ov.verdict.level == Level::Suspicious;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <exception>
 #include <future>
 #include <map>
 #include <memory>
@@ -25,11 +26,26 @@ struct RegionJob;
 /// The exploded compile (compile_exploded): every op alone, fed the kept fp64 values of its inputs rounded to
 /// their dtypes. When it ran ahead on a second worker (compile_ahead.h), `record` holds how it went, for
 /// compile_exploded to append in its own place.
+/// What the exploded compile says of one compared value (judge_exploded), for compile_exploded to enter into
+/// DiffResult::nodes.
+struct ExplodedValue {
+  size_t row = 0;         ///< its node's index in DiffResult::nodes
+  size_t value = 0;       ///< its index in that node's values
+  Metrics compiled_local;  ///< the compiled value of the op alone vs fp64
+  bool fails = false;     ///< it fails the rule alone against eager's local value (counts_as_failing)
+  double ratio = 0;       ///< compiled_local_ratio(): how many times eager's local error
+  at::Tensor kept;        ///< the compiled value itself, when DiffOptions::keep_values
+};
+
 struct ExplodedCompile {
   RegionSpec ops;
   std::vector<c10::IValue> inputs;                   ///< one per ops.inputs entry
   std::optional<std::vector<c10::IValue>> outputs;  ///< one per ops.outputs entry; nullopt when the compiler failed
   DiffResult record;                                 ///< its compiles entry and compiled_failed
+  /// Its outputs judged (judge_exploded), when that was done ahead (compile_ahead.h: while the whole graph still
+  /// compiles); `outputs` are then let go unless kept. `judge_error`: what judging threw, rethrown in its stage.
+  std::optional<std::vector<ExplodedValue>> judged;
+  std::exception_ptr judge_error;
 };
 
 struct RunState {
@@ -115,6 +131,10 @@ std::optional<at::ScalarType> working_dtype(const Graph& g, const Node& n);
 void compile_whole_graph(RunState& s);
 /// The exploded compile's region and inputs (outputs not yet computed).
 ExplodedCompile exploded_request(const RunState& s);
+/// Each compared value of the exploded compile's outputs `x.outputs` measured against fp64 and judged against
+/// the same op run alone in eager (the interpreter runs every op on `x.inputs`, one op's results held at a
+/// time). Reads the state, changes none of it: it may run while the whole graph's compile is under way.
+std::vector<ExplodedValue> judge_exploded(const RunState& s, const ExplodedCompile& x);
 
 /// Compiles and runs one region, recording how it went in `result.compiles`; nullopt when the backend
 /// failed (and `result.compiled_failed` is set). With `kernel_map` and RegionSpec::observe, the run's
@@ -128,7 +148,8 @@ std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const 
 c10::IValue compiled_output(const RunState& s, size_t i, const std::vector<c10::IValue>& outputs);
 /// Graph output `i` judged with the run's rule: `compiled` against eager, the fp64 value as referee where it
 /// is comparable; nullopt when the output is not a tensor (never judged).
-std::optional<Verdict> judge_output(const RunState& s, size_t i, const at::Tensor& compiled);
+std::optional<Verdict> judge_output(const RunState& s, size_t i, const at::Tensor& compiled, const Metrics* compiled_to_fp64 = nullptr,
+                                    const Metrics* eager_to_fp64 = nullptr);
 
 /// The whole graph compiled and run with some nodes left eager (RegionSpec::eager, the user's
 /// torch.compiler.disable), every output judged with the run's rule (EagerNodesRun: whole_graph_oracle.h):

@@ -6,8 +6,14 @@ same target, the same non-tensor arguments, the same input sizes, strides, dtype
 occurrence makes the exploded compile as long as the whole graph's (19.5 s against 16 s for a 1B decoder on an
 H200, docs/performance.md): Inductor lowers, schedules and generates code per node.
 
-`DistinctOps` compiles one graph holding one occurrence of each distinct op (its representative), then calls it
-as many times as the most frequent op occurs: the k-th call gives each op's k-th occurrence its own inputs.
+`DistinctOps` compiles a few graphs, each holding one occurrence (the representative) of some distinct ops, and
+calls each as many times as its most frequent op occurs: the k-th call gives each of its ops' k-th occurrence its
+own inputs (an op with fewer occurrences is computed again in the later calls, its result unused). One graph for
+every op would compute the rarer ones again to no use: a 4-layer decoder's language-model head (one occurrence)
+16 times beside its q/k/v/o projections, 32.3 s against 4.7 s for the exploded run on the 2-core CPU. Every
+number of occurrences its own graph would cost a compile each (about 0.5 s on that CPU) where the waste is
+microseconds (a GPU, small ops). `graphs()` weighs the two: an op count's ops get their own graph only where
+computing them again would cost more than compiling it, by a rough estimate of each op's time (`op_seconds`).
 Each op is still compiled alone on inputs of its own sizes and strides, by the same torch.compile entry point;
 what it no longer shares is a graph with other ops that read the same input (Inductor may fuse independent
 pointwise ops reading one buffer into one kernel: the same arithmetic per element).
@@ -97,15 +103,78 @@ class Plan:
     each list's ops alike, the first its representative; `outputs`: for each output of the exploded graph,
     ("input", placeholder position) or ("op", group index, occurrence, part) with part None for the node itself
     or the getitem index; `inputs`: for each group and occurrence, the placeholder positions the op reads, in
-    its representative's order."""
+    its representative's order; `costs`: each group's op_cost, for `graphs`."""
 
-    def __init__(self, groups, inputs, outputs):
+    def __init__(self, groups, inputs, outputs, costs=None):
         self.groups, self.inputs, self.outputs = groups, inputs, outputs
+        self.costs = costs or [(0, 0)] * len(groups)  # each group's op_cost
 
-    @property
-    def calls(self):
-        """How many calls of the representatives' graph give every occurrence its value."""
-        return max((len(g) for g in self.groups), default=0)
+    def graphs(self, device_type="cpu"):
+        """The graphs to compile: (calls, group indices) each, fewest calls first. Ops that occur equally often share
+        a graph; the ops of a rarer count join the next graph up (and are computed again in its extra calls) unless
+        that waste, by `op_seconds` on `device_type`, exceeds GRAPH_COMPILE_SECONDS."""
+        by_count = {}
+        for g, group in enumerate(self.groups):
+            by_count.setdefault(len(group), []).append(g)
+        graphs = []  # (calls, groups), most calls first while built
+        for count, groups in sorted(by_count.items(), reverse=True):
+            if graphs:
+                calls, above = graphs[-1]
+                wasted = (calls - count) * sum(op_seconds(self.costs[g], device_type) for g in groups)
+                if wasted <= GRAPH_COMPILE_SECONDS:
+                    graphs[-1] = (calls, sorted(above + groups))
+                    continue
+            graphs.append((count, groups))
+        return graphs[::-1]
+
+
+# A rough device model, for choosing how many graphs DistinctOps compiles, never for numbers: what one more
+# compiled graph costs (Dynamo, AOTAutograd and Inductor's fixed work, and on the CPU one more C++ build: 0.3-0.6 s
+# a graph on the 2-core machine) against the time an op takes: its multiply-adds at a device's matrix rate plus its
+# elements at its memory rate (the 2-core CPU: about 2e10 bf16 FLOP/s in ATen's matrix products, measured as 575
+# GFLOP in 27.6 s; an H100/H200: of the order of 1e14 and 1e11, plus a launch).
+GRAPH_COMPILE_SECONDS = 0.5
+DEVICE_RATES = {"cpu": (2e10, 1e9, 0.0), "cuda": (1e14, 1e11, 1e-5)}  # FLOP/s, elements/s, seconds per op
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def op_cost(node, value_of):
+    """(FLOP, elements) of one call of exploded op `node` on the values `value_of` (placeholder -> value) of its
+    inputs: a matrix product's, attention's or a convolution's multiply-adds times two (a convolution taken at
+    stride 1), and the elements it reads, counted twice for what it writes. An estimate, for Plan.graphs."""
+    name = str(node.target).split(".")[1] if str(node.target).startswith("aten.") else ""
+    shapes = [tuple(value_of[a].shape) if isinstance(value_of.get(a), torch.Tensor) else None
+              for a in node.args if isinstance(a, torch.fx.Node)]
+    try:
+        elements = 2 * sum(_numel(x) for x in shapes if x)
+        flops = 0
+        if name in ("mm", "bmm", "matmul", "linear") and len(shapes) > 1 and shapes[0] and shapes[1]:
+            a, b = shapes[:2]
+            out_features = b[0] if name == "linear" else b[-1] if len(b) > 1 else 1
+            flops = 2 * _numel(a) * out_features
+        elif name in ("addmm", "baddbmm", "addbmm") and len(shapes) > 2 and shapes[1] and shapes[2]:
+            flops = 2 * _numel(shapes[1]) * shapes[2][-1]
+        elif "attention" in name and len(shapes) > 2 and all(shapes[:3]):
+            q, k, v = shapes[:3]  # (..., L, E), (..., S, E), (..., S, Ev)
+            flops = 2 * _numel(q[:-1]) * k[-2] * (q[-1] + v[-1])
+        elif name.startswith("convolution") and len(shapes) > 1 and shapes[0] and shapes[1]:
+            flops = 2 * _numel(shapes[0]) // max(1, shapes[0][1]) * _numel(shapes[1])
+        return int(flops), int(elements)
+    except (TypeError, ValueError, IndexError):  # a symbolic size: no estimate
+        return 0, 0
+
+
+def op_seconds(cost, device_type="cpu"):
+    """A rough time of one call of an op of `cost` (op_cost's (FLOP, elements)) on a `device_type` device ("cpu";
+    "cuda" and others alike)."""
+    flop_rate, element_rate, launch = DEVICE_RATES.get(device_type, DEVICE_RATES["cuda"])
+    return cost[0] / flop_rate + cost[1] / element_rate + launch
 
 
 def plan(gm, example):
@@ -154,19 +223,22 @@ def plan(gm, example):
             outputs.append(("op", *where[o], None))
         else:
             outputs.append(("op", *where[o.args[0]], o.args[1]))
-    return Plan(groups, inputs, outputs)
+    return Plan(groups, inputs, outputs, [op_cost(group[0], value_of) for group in groups])
 
 
-def representatives_module(gm, p):
-    """A GraphModule of the first op of each group of Plan `p`, reading its own placeholders and returning, for
-    each group in order, the parts the region asks of that op (the node, or its getitems in ascending order).
-    Returns (module, for each group the list of parts it returns)."""
+def representatives_module(gm, p, groups=None):
+    """A GraphModule of the first op of each group of Plan `p` (of the group indices `groups`, default all), reading
+    its own placeholders and returning, for each of those groups in order, the parts the region asks of that op
+    (the node, or its getitems in ascending order). Returns (module, for each of those groups the list of parts
+    it returns)."""
     new = torch.fx.Graph()
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     copies, returned, parts_of = {}, [], []
-    wanted = [sorted({o[3] for o in p.outputs if o[0] == "op" and o[1] == g}, key=lambda x: -1 if x is None else x)
-              for g in range(len(p.groups))]
-    for g, group in enumerate(p.groups):
+    groups = range(len(p.groups)) if groups is None else groups
+    wanted = {g: sorted({o[3] for o in p.outputs if o[0] == "op" and o[1] == g}, key=lambda x: -1 if x is None else x)
+              for g in groups}
+    for g in groups:
+        group = p.groups[g]
         rep = group[0]
         # In the plan's order (op_signature's): the order each occurrence's inputs are passed in.
         reads = [placeholders[i] for i in p.inputs[g][0]]
@@ -188,16 +260,19 @@ def representatives_module(gm, p):
 
 class DistinctOps:
     """The exploded graph `gm` as a callable with the whole graph's signature (its placeholders in, its outputs
-    out), computed by compiling one occurrence of each distinct op (`compile_fn(module)` -> a callable, such as
-    torch.compile's) and calling it once per occurrence. `compile_fn(gm)` compiles the whole graph instead when
-    an occurrence's inputs are not what their representative was compiled for (`fallback` says why).
-    `compiling()`: a context manager entered around the calls that compile (the Inductor config asked for)."""
+    out), computed by compiling one graph per bucket of Plan `p` (`compile_fn(module)` -> a callable, such as
+    torch.compile's), each holding one occurrence of its ops, and calling it once per occurrence. `compile_fn(gm)`
+    compiles the whole graph instead when an occurrence's inputs are not what their representative was compiled
+    for (`fallback` says why). `compiling()`: a context manager entered around the calls that compile (the
+    Inductor config asked for)."""
 
-    def __init__(self, gm, p, compile_fn, compiling=contextlib.nullcontext):
+    def __init__(self, gm, p, compile_fn, compiling=contextlib.nullcontext, device_type="cpu"):
         self.gm, self.plan, self.compile_fn, self.compiling = gm, p, compile_fn, compiling
-        module, self.parts_of = representatives_module(gm, p)
-        self.compiled = compile_fn(module)
-        self.calls = 0           # calls made of the representatives' graph (the first is its compile)
+        self.buckets = []        # (calls, group indices, compiled graph, parts each group returns)
+        for calls, groups in p.graphs(device_type):
+            module, parts_of = representatives_module(gm, p, groups)
+            self.buckets.append((calls, groups, compile_fn(module), parts_of))
+        self.calls = 0           # calls made of the compiled graphs (each one's first is its compile)
         self.fallback = None     # why the whole graph was compiled instead, or None
         self._whole = None
 
@@ -206,20 +281,26 @@ class DistinctOps:
         """How many ops were compiled (one per group)."""
         return len(self.plan.groups)
 
-    def _call_inputs(self, values, k):
+    @property
+    def graphs(self):
+        """How many graphs were compiled (Plan.graphs)."""
+        return len(self.buckets)
+
+    def _call_inputs(self, values, groups, k):
         args = []
-        for g, group in enumerate(self.plan.groups):
-            occurrence = min(k, len(group) - 1)  # an op that occurs fewer times repeats its last (result unused)
+        for g in groups:
+            occurrence = min(k, len(self.plan.groups[g]) - 1)  # an op with fewer occurrences repeats its last (result unused)
             args.extend(values[i] for i in self.plan.inputs[g][occurrence])
         # A fresh plain tensor per placeholder, in every call: Dynamo guards an input's type (a weight is a
         # Parameter, the same weight's second use would not be) and inputs that are the same object.
         return [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
 
     def first_call(self, values):
-        """The compile: the representatives' graph called once, on the first occurrence of each op."""
+        """The compiles: each bucket's graph called once, on the first occurrence of each of its ops."""
         with self.compiling():
-            self.compiled(*self._call_inputs(values, 0))
-        self.calls += 1
+            for _, groups, compiled, _ in self.buckets:
+                compiled(*self._call_inputs(values, groups, 0))
+                self.calls += 1
 
     def __call__(self, *values):
         if self._whole is not None:
@@ -227,15 +308,16 @@ class DistinctOps:
         results = {}
         try:
             with torch._dynamo.config.patch(error_on_recompile=True):
-                for k in range(self.plan.calls):
-                    got = self.compiled(*self._call_inputs(values, k))
-                    self.calls += 1
-                    pos = 0
-                    for g, group in enumerate(self.plan.groups):
-                        for part in self.parts_of[g]:
-                            if k < len(group):
-                                results[(g, k, part)] = got[pos]
-                            pos += 1
+                for count, groups, compiled, parts_of in self.buckets:
+                    for k in range(count):
+                        got = compiled(*self._call_inputs(values, groups, k))
+                        self.calls += 1
+                        pos = 0
+                        for g, parts in zip(groups, parts_of):
+                            for part in parts:
+                                if k < len(self.plan.groups[g]):
+                                    results[(g, k, part)] = got[pos]
+                                pos += 1
         except torch._dynamo.exc.RecompileError as e:
             self.fallback = f"an occurrence does not match its op's compile ({str(e).splitlines()[0][:200]})"
             self._whole = self.compile_fn(self.gm)

@@ -154,7 +154,8 @@ class Worker:
                 def compile_fn(module):
                     return torch.compile(module, backend="inductor", fullgraph=True, dynamic=False)
 
-                compiled = distinct_ops.DistinctOps(gm, p, compile_fn, lambda: inductor_config.patch(config))
+                compiled = distinct_ops.DistinctOps(gm, p, compile_fn, lambda: inductor_config.patch(config),
+                                                    torch.device(self.device).type)
                 with observe, torch.no_grad(), torch_settings(settings):
                     compiled.first_call(example)
             else:

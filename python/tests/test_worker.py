@@ -718,11 +718,35 @@ class DistinctOpsTest(unittest.TestCase):
         self.assertIsInstance(deduped, distinct_ops.DistinctOps)
         self.assertNotIsInstance(whole, distinct_ops.DistinctOps)
         # 3 x (var_mean, layer_norm, linear, gelu, mul, add, add) + t, slice, linear: 10 distinct of 24
-        self.assertEqual((len(self.nodes), deduped.distinct, deduped.calls), (24, 10, 4))
+        # one graph: the 3 ops that occur once are small (6x8): computed again in 2 more calls, not compiled apart
+        self.assertEqual((len(self.nodes), deduped.distinct, deduped.graphs, deduped.calls), (24, 10, 1, 4))
         self.assertIsNone(deduped.fallback)
         self.assertEqual(len(got), len(expected))
         for name, a, b in zip(self.outputs, got, expected):
             self.assertTrue(torch.equal(a, b), name)
+
+    def test_a_rare_costly_op_gets_its_own_graph_where_computing_it_again_costs_more(self):
+        g = torch.fx.Graph()
+
+        def node(target, args, *shape):
+            n = g.call_function(target, args) if target else g.placeholder(args)
+            n.meta["val"] = torch.empty(*shape, device="meta")
+            return n
+
+        outs = [node(torch.ops.aten.add.Tensor, (node(None, f"a{i}", 64), node(None, f"b{i}", 64)), 64) for i in range(4)]
+        # one 4096^3 product (137 GFLOP: seconds on a CPU, about a millisecond on a GPU), one 8^3 product
+        outs.append(node(torch.ops.aten.mm.default, (node(None, "x", 4096, 4096), node(None, "w", 4096, 4096)), 4096, 4096))
+        outs.append(node(torch.ops.aten.mm.default, (node(None, "s", 8, 8), node(None, "t", 8, 8)), 8, 8))
+        g.output(tuple(outs))
+        gm = torch.fx.GraphModule(torch.nn.Module(), g)
+        p = distinct_ops.plan(gm, [n.meta["val"] for n in g.nodes if n.op == "placeholder"])
+        self.assertEqual([(len(x), str(x[0].target)) for x in p.groups],
+                         [(4, "aten.add.Tensor"), (1, "aten.mm.default"), (1, "aten.mm.default")])
+        # On the CPU the ops that occur once get a graph of their own (3 more calls of the large product: about 20 s
+        # by the estimate). On a GPU one graph: the 3 more calls are milliseconds there, a compile is not.
+        self.assertGreater(3 * distinct_ops.op_seconds(p.costs[1], "cpu"), distinct_ops.GRAPH_COMPILE_SECONDS)
+        self.assertEqual(p.graphs("cpu"), [(1, [1, 2]), (4, [0])])
+        self.assertEqual(p.graphs("cuda"), [(4, [0, 1, 2])])
 
     def test_ops_that_write_inputs_or_draw_random_numbers_keep_the_whole_graph(self):
         def exploded(target, *extra):
@@ -733,7 +757,7 @@ class DistinctOpsTest(unittest.TestCase):
 
         values = [torch.ones(4) for _ in range(4)]
         p = distinct_ops.plan(exploded(torch.ops.aten.add.Tensor), values)
-        self.assertEqual(([len(g) for g in p.groups], p.calls), ([2], 2))
+        self.assertEqual(([len(g) for g in p.groups], p.graphs()), ([2], [(2, [0])]))
         self.assertIsNone(distinct_ops.plan(exploded(torch.ops.aten.add_.Tensor), values))  # resnet's residual add_
         self.assertIsNone(distinct_ops.plan(exploded(torch.ops.aten.native_dropout.default, True), [torch.ones(4), 0.5] * 2))
         # other sizes: two distinct ops, nothing to share
