@@ -71,6 +71,7 @@ void judge_kernels(RunState& s) {
   for (const Node& n : g.nodes()) node_by_name[n.name] = n.id;
   std::map<std::string, size_t> call_index;  // kernel call → its entry in t.kernels
   NodeId first_failing_node = -1;
+  const c10::Device referee = s.result.devices.reference.empty() ? c10::Device(c10::kCPU) : c10::Device(s.result.devices.reference);
   // Each buffer's copy is let go once judged: no later stage reads it (the table keeps its figures).
   for (ObservedBuffer& b : s.observed->buffers) {
     auto [it, fresh] = call_index.emplace(b.call, t.kernels.size());
@@ -94,6 +95,9 @@ void judge_kernels(RunState& s) {
     kb.shape = shape_of(b.value);
     ++t.observed;
     t.observed_bytes += static_cast<int64_t>(b.value.numel()) * static_cast<int64_t>(b.value.element_size());
+    // On the referee's device once (read back from a worker, the buffer is on the host; the rule and the metrics
+    // would each copy it to a GPU reference again), its NaN/Inf counted there.
+    if (b.value.device() != referee) b.value = b.value.to(referee);
     if (b.value.is_floating_point()) {
       kb.nonfinite = b.value.numel() - at::isfinite(b.value).sum().item<int64_t>();
       if (kb.nonfinite > 0 && t.first_nonfinite < 0) t.first_nonfinite = static_cast<int64_t>(it->second);
