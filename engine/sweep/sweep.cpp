@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "engine/backends/backends.h"
+#include "engine/compare/judge_measured.h"
 #include "engine/compare/rule_registry.h"
 #include "pt2diff/error.h"
 #include "pt2diff/compare.h"
@@ -30,9 +31,30 @@ ToleranceRule rule_at(const ToleranceRule& base, double tol, double multiplier) 
   return r;
 }
 
-Verdict judge_output(const OutputVerdict& o, const OutputValues& values, const ToleranceRule& rule) {
+/// A value's errors to fp64 on both sides, measured once for every point of the sweep (judge_measured): the
+/// rule at another tolerance judges the same errors.
+struct Measured {
+  Metrics result, eager;
+  bool known = false;
+};
+
+Measured measured(const at::Tensor& result, const at::Tensor& eager, const at::Tensor& fp64) {
+  Measured m;
+  if (!result.defined() || !eager.defined() || !fp64.defined() || result.sizes() != eager.sizes() || result.sizes() != fp64.sizes())
+    return m;
+  m.result = measure(result, fp64);
+  m.eager = measure(eager, fp64);
+  m.known = true;
+  return m;
+}
+
+Verdict judge_with(const at::Tensor& result, const at::Tensor& eager, const at::Tensor& fp64, const ToleranceRule& rule, const Measured& m) {
+  return judge_measured(result, eager, fp64, rule, m.known ? &m.result : nullptr, m.known ? &m.eager : nullptr);
+}
+
+Verdict judge_output(const OutputVerdict& o, const OutputValues& values, const ToleranceRule& rule, const Measured& m) {
   if (!values.compiled.defined() || !values.eager.defined()) return o.verdict;  // no compiled value: fails at every tol
-  return judge(values.compiled, values.eager, values.fp64, rule);
+  return judge_with(values.compiled, values.eager, values.fp64, rule, m);
 }
 
 /// The smallest tol in [0, 1e3] at which `passes` holds (it is monotone in tol), to 0.1%.
@@ -110,6 +132,15 @@ SweepResult sweep(const Program& program, const BoundInputs& inputs, const Sweep
   s.run_seconds = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
+  std::vector<Measured> outputs_measured;
+  for (const OutputValues& o : s.run.values->outputs) outputs_measured.push_back(measured(o.compiled, o.eager, o.fp64));
+  std::vector<Measured> locals_measured;  // each compared node value's, in the order the points visit them
+  for (const NodeError& n : s.run.nodes)
+    for (const ValueError& v : n.values) {
+      const NodeValues* kept = s.run.values->node(v.name);
+      if (v.compared && kept && kept->fp64.defined() && kept->compiled_local.defined())
+        locals_measured.push_back(measured(kept->compiled_local, kept->local, kept->fp64));
+    }
   for (double multiplier : s.multipliers)
     for (double tol : options.tols) {
       const ToleranceRule rule = rule_at(options.diff.rule, tol, multiplier);
@@ -117,16 +148,18 @@ SweepResult sweep(const Program& program, const BoundInputs& inputs, const Sweep
       p.tol = tol;
       p.multiplier = multiplier;
       for (size_t i = 0; i < s.run.outputs.size(); ++i) {
-        p.outputs.push_back(judge_output(s.run.outputs[i], s.run.values->outputs[i], rule));
+        p.outputs.push_back(judge_output(s.run.outputs[i], s.run.values->outputs[i], rule, outputs_measured[i]));
         if (!p.outputs.back().pass) ++p.failing_outputs;
         if (p.outputs.back().level == Level::Suspicious) ++p.suspicious_outputs;
       }
+      size_t next_local = 0;
       for (const NodeError& n : s.run.nodes) {
         bool local_fails = false, propagated_fails = false;
         for (const ValueError& v : n.values) {
           const NodeValues* kept = s.run.values->node(v.name);
           if (!v.compared || !kept || !kept->fp64.defined()) continue;
-          if (kept->compiled_local.defined() && !judge(kept->compiled_local, kept->local, kept->fp64, rule).pass)
+          if (kept->compiled_local.defined() &&
+              !judge_with(kept->compiled_local, kept->local, kept->fp64, rule, locals_measured[next_local++]).pass)
             local_fails = true;
           if (kept->eager.is_floating_point() &&
               !at::allclose(kept->eager.to(kept->fp64.device(), at::kDouble), kept->fp64.to(at::kDouble), tol, tol, /*equal_nan=*/true))
@@ -142,7 +175,8 @@ SweepResult sweep(const Program& program, const BoundInputs& inputs, const Sweep
     std::vector<std::optional<double>> per_multiplier;
     for (double multiplier : s.multipliers)
       per_multiplier.push_back(smallest_passing([&](double tol) {
-        return judge_output(s.run.outputs[i], s.run.values->outputs[i], rule_at(options.diff.rule, tol, multiplier)).pass;
+        return judge_output(s.run.outputs[i], s.run.values->outputs[i], rule_at(options.diff.rule, tol, multiplier),
+                            outputs_measured[i]).pass;
       }));
     s.min_passing_tol.push_back(std::move(per_multiplier));
   }
