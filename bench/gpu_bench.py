@@ -109,7 +109,9 @@ def pt2diff(cli, graph, inputs, tmp, *flags):
     return {"wall": round(wall, 2), "exit": run.returncode, "verdict": r["verdict"], "seconds": r["seconds"],
             "devices": r["devices"], "compiles": len(r.get("compiles", [])), "culprit": culprit.get("ops"),
             "culprit_nodes": culprit.get("nodes"), "localize_compiles": loc.get("compiles"),
-            "compile_seconds": {c["what"]: [round(c.get("compile_seconds", 0), 2), round(c.get("run_seconds", 0), 2)]
+            # [compile, run, its worker's start (0: running already)] of the graph's and the exploded compile
+            "compile_seconds": {c["what"]: [round(c.get("compile_seconds", 0), 2), round(c.get("run_seconds", 0), 2),
+                                            round(c.get("worker_start_seconds", 0), 2)]
                                 for c in r.get("compiles", [])[:2]},
             # where the time and the GPU memory went: each stage that took any, [seconds, its GPU peak in MiB]
             "stages": {st["name"]: [round(st["seconds"], 2), round(st["peak_gpu_bytes"] / 2**20) if st["peak_gpu_bytes"] >= 0 else None]

@@ -64,6 +64,7 @@ bool compile_exploded_ahead(RunState& s) {
   s.exploded_start.get();  // started with the whole graph's compile (start_exploded_worker); start_ahead throws nothing
   ExplodedCompile x = exploded_request(s);
   x.outputs = compile_and_run(*s.exploded_backend, x.ops, x.inputs, "exploded", x.record);
+  if (!x.record.compiles.empty()) x.record.compiles.back().worker_start_seconds = s.exploded_backend->startup_seconds();
   // Judged now, while the whole graph may still compile (on the H200 the 1B decoder's exploded compile ended
   // 5.2 s before it, then its judging took 2.6 s after the kernel table), rather than in compile_exploded.
   if (x.outputs) {

@@ -77,7 +77,8 @@ json compiles_json(const DiffResult& r) {
   json compiles = json::array();
   for (const CompileRecord& c : r.compiles)
     compiles.push_back({{"what", c.what}, {"nodes", c.nodes}, {"ok", c.ok}, {"failure", failure_kind_name(c.failure)}, {"message", c.message},
-                        {"compile_seconds", c.compile_seconds}, {"run_seconds", c.run_seconds}});
+                        {"compile_seconds", c.compile_seconds}, {"run_seconds", c.run_seconds},
+                        {"worker_start_seconds", c.worker_start_seconds}});
   return compiles;
 }
 

@@ -34,7 +34,8 @@ void compiles_block(std::string& out, const DiffResult& r) {
   line(out, "compiles:");
   for (const CompileRecord& c : r.compiles) {
     if (c.ok)
-      line(out, fmt::format("  {:<12} {:>5} nodes  compile {:.2f} s  run {:.2f} ms", c.what, c.nodes, c.compile_seconds, c.run_seconds * 1e3));
+      line(out, fmt::format("  {:<12} {:>5} nodes  compile {:.2f} s  run {:.2f} ms{}", c.what, c.nodes, c.compile_seconds, c.run_seconds * 1e3,
+                            c.worker_start_seconds >= 0.005 ? fmt::format("  (its worker started in {:.2f} s)", c.worker_start_seconds) : ""));
     else
       line(out, fmt::format("  {:<12} {:>5} nodes  FAILED ({}): {}", c.what, c.nodes, failure_kind_name(c.failure), c.message));
   }

@@ -126,6 +126,10 @@ struct CompileRecord {
   std::string message;       ///< the compiler's or worker's message, one line
   double compile_seconds = 0;
   double run_seconds = 0;
+  /// The start of the compiler's worker this compile waited for (process, Python's imports, the archive loaded on
+  /// its device: Backend::startup_seconds()), 0 when it was running already; for a compile run ahead
+  /// (DiffOptions::overlap) the start of its own worker, made beside the reference runs.
+  double worker_start_seconds = 0;
 };
 
 struct OutputVerdict {

@@ -31,6 +31,7 @@ FAULT = "fault:linear:scale=0.05"
 # for objects in memory) or time the run or measure its process's memory: nothing else may differ.
 WHERE_FIELDS = [("graph",), ("inputs",)]
 TIMING_FIELDS = [("seconds",), ("compiles", "*", "compile_seconds"), ("compiles", "*", "run_seconds"),
+                 ("compiles", "*", "worker_start_seconds"),
                  ("localization", "seconds"), ("localization", "probes", "*", "seconds"), ("node_verdict", "confirmation", "seconds"),
                  ("devices", "start_host_bytes"), ("devices", "peak_host_bytes"), ("stages",)]
 
