@@ -98,10 +98,6 @@ void judge_kernels(RunState& s) {
     // On the referee's device once (read back from a worker, the buffer is on the host; the rule and the metrics
     // would each copy it to a GPU reference again), its NaN/Inf counted there.
     if (b.value.device() != referee) b.value = b.value.to(referee);
-    if (b.value.is_floating_point()) {
-      kb.nonfinite = b.value.numel() - at::isfinite(b.value).sum().item<int64_t>();
-      if (kb.nonfinite > 0 && t.first_nonfinite < 0) t.first_nonfinite = static_cast<int64_t>(it->second);
-    }
     auto node = b.node.empty() ? node_by_name.end() : node_by_name.find(b.node);
     ValueId v = kNoValue;
     if (b.node.empty()) {
@@ -147,6 +143,13 @@ void judge_kernels(RunState& s) {
           }
         }
       }
+    }
+    // Its NaN/Inf: the metrics counted them where the buffer was judged (a real dtype: a complex value's parts count
+    // apart there), else a pass of their own.
+    if (b.value.is_floating_point()) {
+      kb.nonfinite = kb.judged && !b.value.is_complex() ? kb.metrics.nan + kb.metrics.inf
+                                                        : b.value.numel() - at::isfinite(b.value).sum().item<int64_t>();
+      if (kb.nonfinite > 0 && t.first_nonfinite < 0) t.first_nonfinite = static_cast<int64_t>(it->second);
     }
     k.buffers.push_back(std::move(kb));
     b.value = at::Tensor();
