@@ -7,8 +7,11 @@
 #include <ATen/ops/linspace.h>
 #include <ATen/ops/tensor.h>
 #include <limits>
+#include <set>
 
+#include "engine/compare/judge_measured.h"
 #include "engine/compare/metrics_batch.h"
+#include "engine/compare/rule_registry.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/error.h"
 
@@ -240,6 +243,48 @@ TEST(VerdictRules, OtherRulesJudgeAgainstFp64Alone) {
   EXPECT_TRUE(judge(off, close, fp64, cosine).pass);  // a uniform 1% scale keeps the direction
   EXPECT_EQ(judge(off.flip(0), close, fp64, cosine).reason, "cosine_below_bound");
   EXPECT_EQ(judge(off, close, at::Tensor(), cosine).reason, "fp64_unavailable");
+}
+
+// judge_measured() with the metrics a stage measured (measure(value, fp64), the value's own ULPs) gives judge()'s
+// verdict field for field, for every rule, in each floating dtype, passing or failing; known_ulps() hands over
+// only metrics in those ULPs.
+TEST(JudgeMeasured, GivesJudgesVerdictFromTheCallersMetrics) {
+  const at::Tensor fp64 = at::linspace(-3, 5, 997, at::kDouble).sin().mul(at::linspace(0.1, 40, 997, at::kDouble));
+  const std::vector<std::string> specs = {"same", "allclose", "ulp:1", "ulp:8", "cosine", "cosine:0.99999", "relative"};
+  std::set<ToleranceRule::Kind> kinds;
+  size_t judged = 0, failed = 0;
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    const at::Tensor eager = fp64.to(dtype);
+    for (double scale : {1.0, 1.0001, 1.03}) {
+      const at::Tensor result = fp64.mul(scale).to(dtype);
+      const Metrics r = measure(result, fp64), e = measure(eager, fp64);
+      for (const std::string& spec : specs) {
+        const ToleranceRule rule = parse_rule(spec);
+        kinds.insert(rule.kind);
+        const Verdict a = judge(result, eager, fp64, rule);
+        const Verdict b = judge_measured(result, eager, fp64, rule, &r, &e);
+        SCOPED_TRACE(spec + " " + std::string(c10::toString(dtype)) + " x" + std::to_string(scale));
+        EXPECT_EQ(a.pass, b.pass);
+        EXPECT_EQ(a.reason, b.reason);
+        EXPECT_EQ(a.detail, b.detail);
+        EXPECT_EQ(a.level, b.level);
+        EXPECT_EQ(a.rmse_result, b.rmse_result);
+        EXPECT_EQ(a.rmse_eager, b.rmse_eager);
+        EXPECT_EQ(a.error_ratio, b.error_ratio);
+        EXPECT_EQ(a.bound, b.bound);
+        EXPECT_EQ(a.blind_spot, b.blind_spot);
+        ++judged;
+        failed += !a.pass;
+      }
+    }
+  }
+  EXPECT_EQ(kinds.size(), rule_kinds().size());  // every rule
+  EXPECT_GT(failed, 0u);                          // the 3% error fails some: both outcomes compared
+  EXPECT_GT(judged, failed);
+  const Metrics m;
+  EXPECT_EQ(known_ulps(m, std::nullopt, at::kBFloat16), &m);
+  EXPECT_EQ(known_ulps(m, at::kBFloat16, at::kBFloat16), &m);
+  EXPECT_EQ(known_ulps(m, at::kBFloat16, at::kFloat), nullptr);  // a cast's working precision: other ULPs
 }
 
 }  // namespace
