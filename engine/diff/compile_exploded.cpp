@@ -87,7 +87,10 @@ void compile_exploded(RunState& s) {
   std::optional<ExplodedCompile> ahead = std::move(s.exploded_ahead);
   s.exploded_ahead.reset();
   if (s.exploded_start.valid()) s.exploded_start.wait();  // its start-up ahead, were it still under way
-  s.exploded_backend.reset();
+  // It is not asked again: it ends in a thread (a GPU worker's process and context torn down, then reaped) while
+  // the run goes on; the run's state waits for it at its own end.
+  if (s.exploded_backend)
+    s.exploded_retired = std::async(std::launch::async, [b = std::move(s.exploded_backend)]() mutable { b.reset(); });
   // A worker that hung, died twice or cannot run here at all is not asked again.
   const bool worker_lost = !r.compiles.empty() && r.compiles.back().failure && loses_compiler(*r.compiles.back().failure);
   if (!s.exploded || worker_lost || g.nodes().empty()) return;

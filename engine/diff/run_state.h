@@ -103,6 +103,7 @@ struct RunState {
   std::future<void> exploded_start;            ///< its start-up (Backend::start_ahead), waited for before it is used
   std::atomic<bool> exploded_starting{false};  ///< that start-up is under way (no progress lines from it meanwhile)
   std::optional<ExplodedCompile> exploded_ahead;
+  std::future<void> exploded_retired;          ///< that worker's end (shut down, killed, reaped) in a thread of its own
   std::atomic<bool> graph_compiling{false};    ///< the whole graph's compile ahead is under way (progress lines)
   std::future<void> graph_ahead;               ///< last: waited for (destroyed) before what its thread writes
 
