@@ -260,7 +260,7 @@ def representatives_module(gm, p, groups=None):
 
 class DistinctOps:
     """The exploded graph `gm` as a callable with the whole graph's signature (its placeholders in, its outputs
-    out), computed by compiling one graph per bucket of Plan `p` (`compile_fn(module)` -> a callable, such as
+    out), computed by compiling one graph per entry of `p.graphs(device_type)` (`compile_fn(module)` -> a callable, such as
     torch.compile's), each holding one occurrence of its ops, and calling it once per occurrence. `compile_fn(gm)`
     compiles the whole graph instead when an occurrence's inputs are not what their representative was compiled
     for (`fallback` says why). `compiling()`: a context manager entered around the calls that compile (the
