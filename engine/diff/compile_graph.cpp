@@ -16,14 +16,7 @@ std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const 
   rec.nodes = region.nodes.size();
   std::optional<std::vector<c10::IValue>> outputs;
   const double started = backend.startup_seconds();
-  struct Started {  // also when the compile throws
-    CompileRecord& rec;
-    Backend& backend;
-    double before;
-    ~Started() { rec.worker_start_seconds = backend.startup_seconds() - before; }
-  };
   try {
-    Started worker_start{rec, backend, started};
     auto compiled = backend.compile(region, inputs);
     rec.compile_seconds = backend.last_compile_seconds();
     outputs = compiled->run(inputs);
@@ -35,6 +28,7 @@ std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const 
     rec.message = f.what();
     result.compiled_failed = true;
   }
+  rec.worker_start_seconds = backend.startup_seconds() - started;  // also when the compile failed
   result.compiles.push_back(std::move(rec));
   return outputs;
 }

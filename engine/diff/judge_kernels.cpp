@@ -43,14 +43,11 @@ ValueId value_for(const Graph& g, const Node& node, const ObservedBuffer& b, std
   return kNoValue;
 }
 
-/// The reference runs' errors of value `v` of node `n` (its row of DiffResult::nodes), when they measured it.
-const ValueError* eager_error(const RunState& s, NodeId n, ValueId v) {
+/// The reference runs' errors of value `v` of the node in row `row` of DiffResult::nodes, when they measured it.
+const ValueError* eager_error(const RunState& s, size_t row, ValueId v) {
   const Graph& g = s.program.ir.graph;
-  const std::vector<Node>& nodes = g.nodes();
-  const auto at = std::find_if(nodes.begin(), nodes.end(), [n](const Node& x) { return x.id == n; });
-  if (at == nodes.end() || static_cast<size_t>(at - nodes.begin()) >= s.result.nodes.size()) return nullptr;
-  const NodeError& ne = s.result.nodes[static_cast<size_t>(at - nodes.begin())];
-  for (const ValueError& ve : ne.values)
+  if (row >= s.result.nodes.size()) return nullptr;
+  for (const ValueError& ve : s.result.nodes[row].values)
     if (ve.compared && ve.name == g.value(v).name) return &ve;
   return nullptr;
 }
@@ -68,7 +65,11 @@ void judge_kernels(RunState& s) {
   t.available = true;
   const Graph& g = s.program.ir.graph;
   std::map<std::string, NodeId> node_by_name;
-  for (const Node& n : g.nodes()) node_by_name[n.name] = n.id;
+  std::map<NodeId, size_t> row;  // r.nodes[k] is g.nodes()[k]
+  for (const Node& n : g.nodes()) {
+    row.emplace(n.id, row.size());
+    node_by_name[n.name] = n.id;
+  }
   std::map<std::string, size_t> call_index;  // kernel call → its entry in t.kernels
   NodeId first_failing_node = -1;
   const c10::Device referee = s.result.devices.reference.empty() ? c10::Device(c10::kCPU) : c10::Device(s.result.devices.reference);
@@ -130,7 +131,7 @@ void judge_kernels(RunState& s) {
         // (ValueError::propagated, the same eager and fp64 values) in the ULPs the rule judges in.
         const auto ulp_dtype = working_dtype(g, g.node(node->second));
         kb.metrics = measure(value, fp64.toTensor(), ulp_dtype);
-        const ValueError* known = eager_error(s, node->second, v);
+        const ValueError* known = eager_error(s, row.at(node->second), v);
         kb.verdict = judge_measured(value, e, fp64.toTensor(), s.options.rule, known_ulps(kb.metrics, ulp_dtype, value.scalar_type()),
                                     known ? known_ulps(known->propagated, ulp_dtype, e.scalar_type()) : nullptr);
         kb.pass = kb.verdict.pass;
@@ -144,11 +145,9 @@ void judge_kernels(RunState& s) {
         }
       }
     }
-    // Its NaN/Inf: the metrics counted them where the buffer was judged (a real dtype: a complex value's parts count
-    // apart there), else a pass of their own.
+    // Its NaN/Inf: the metrics counted them where the buffer was judged, else a pass of their own.
     if (b.value.is_floating_point()) {
-      kb.nonfinite = kb.judged && !b.value.is_complex() ? kb.metrics.nan + kb.metrics.inf
-                                                        : b.value.numel() - at::isfinite(b.value).sum().item<int64_t>();
+      kb.nonfinite = kb.judged ? kb.metrics.nan + kb.metrics.inf : b.value.numel() - at::isfinite(b.value).sum().item<int64_t>();
       if (kb.nonfinite > 0 && t.first_nonfinite < 0) t.first_nonfinite = static_cast<int64_t>(it->second);
     }
     k.buffers.push_back(std::move(kb));
