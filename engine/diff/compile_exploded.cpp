@@ -10,10 +10,23 @@
 
 namespace pt2diff {
 
+std::vector<NodeId> left_out_of_exploded(const Graph& g, const StorageModel& m) {
+  std::vector<NodeId> out;
+  if (!m.any()) return out;
+  for (const Node& n : g.nodes()) {
+    bool leave = !m.writes[static_cast<size_t>(n.id)].empty();
+    for (ValueId v : n.input_values()) leave = leave || m.write_seen(g, v, n.id).has_value();
+    if (leave) out.push_back(n.id);
+  }
+  return out;
+}
+
 ExplodedCompile exploded_request(const RunState& s) {
   const Graph& g = s.program.ir.graph;
   std::vector<NodeId> all;
-  for (const Node& n : g.nodes()) all.push_back(n.id);
+  const std::vector<NodeId> left_out = left_out_of_exploded(g, s.storage);
+  for (const Node& n : g.nodes())
+    if (!std::binary_search(left_out.begin(), left_out.end(), n.id)) all.push_back(n.id);
   RegionSpec ops = RegionSpec::exploded_ops(g, all);
   // Asked of the compiler: the values the graph reads or returns, and that eager computed. The parts of a
   // multi-output op nothing reads (layer norm's mean and rstd, attention's logsumexp) cannot change an

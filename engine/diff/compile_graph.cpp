@@ -1,6 +1,7 @@
 // engine/diff/compile_graph.cpp — stage compile_graph: the whole graph through the compiler, fed the
 // same inputs as eager (or the compile started ahead, compile_ahead.h, waited for); and compile_and_run,
 // which every compile of the pipeline goes through.
+#include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
 
@@ -43,6 +44,10 @@ void compile_graph(RunState& s) {
 
 void compile_whole_graph(RunState& s) {
   s.whole = RegionSpec::whole_graph(s.program.ir);
+  // Each graph input the graph writes in place: the compiled program's value of it after the run (its region
+  // returns the input, which torch.compile writes back).
+  for (ValueId v : s.storage.mutated_inputs)
+    if (std::find(s.whole.outputs.begin(), s.whole.outputs.end(), v) == s.whole.outputs.end()) s.whole.outputs.push_back(v);
   // The kernel map: the compiled code's own buffers, from this compile and run (judge_kernels).
   s.whole.observe = s.options.kernel_map && s.keep && s.backend.observes();
   if (s.options.kernel_map && !s.backend.observes())
@@ -77,10 +82,10 @@ EagerNodesRun run_with_eager_nodes(RunState& s, const std::vector<NodeId>& eager
   }
   a.ran = true;
   const Graph& g = s.program.ir.graph;
-  for (size_t i = 0; i < s.program.ir.output_specs.size(); ++i) {
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
     if (!s.runs.native.outputs[i].isTensor()) continue;
     const c10::IValue value = compiled_output(s, i, *outputs);
-    auto names = s.program.ir.output_specs[i].arg.values();
+    auto names = s.outputs[i].arg.values();
     const std::string name = names.empty() ? fmt::format("output #{}", i) : g.value(names.front()).name;
     if (!value.isTensor()) {
       if (a.failing_output.empty()) {

@@ -16,13 +16,17 @@ std::vector<Hint> explain_window(const RunState& s, const Culprit& culprit) {
       if (n.name == name) nodes.push_back(n.id);
   if (nodes.empty()) return {};
   HintContext ctx{s.program, s.interpreter, s.options, RegionSpec::fused(g, nodes, g.node(nodes.back()).output_values()), {}, {}, {}, {}, 0, {}};
-  ctx.inputs = s.reference.rounded(ctx.window.inputs);
+  // An input the window writes in place is a result of it too (its value after the window), judged like one.
+  for (ValueId v : written_region_inputs(s.storage, ctx.window))
+    if (std::find(ctx.window.outputs.begin(), ctx.window.outputs.end(), v) == ctx.window.outputs.end()) ctx.window.outputs.push_back(v);
+  ctx.storage = s.storage.any() ? &s.storage : nullptr;
+  ctx.inputs = s.reference.region_inputs(ctx.window);
   const std::vector<std::string>& random_nodes = s.runs.native.random_nodes;
   for (const std::string& name : culprit.nodes)
     if (std::find(random_nodes.begin(), random_nodes.end(), name) != random_nodes.end()) ctx.random_nodes.push_back(name);
   for (size_t i = 0; i < ctx.window.outputs.size(); ++i)
     if (g.value(ctx.window.outputs[i]).name == culprit.value) ctx.judged = i;
-  const c10::IValue fp64 = s.reference.fp64_of(ctx.window.outputs.at(ctx.judged));
+  const c10::IValue fp64 = s.reference.region_fp64(ctx.window, ctx.window.outputs.at(ctx.judged));
   const c10::IValue eager = s.interpreter.run_region(ctx.window, ctx.inputs).at(ctx.judged);
   if (!fp64.isTensor() || !eager.isTensor()) return {};
   ctx.backend = &s.backend;

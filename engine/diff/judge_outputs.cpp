@@ -20,7 +20,7 @@ OutputVerdict no_compiled_value(OutputVerdict ov, const std::string& why) {
 }  // namespace
 
 c10::IValue compiled_output(const RunState& s, size_t i, const std::vector<c10::IValue>& outputs) {
-  auto values = s.program.ir.output_specs.at(i).arg.values();
+  auto values = s.outputs.at(i).arg.values();
   if (values.empty()) return {};
   auto at = std::find(s.whole.outputs.begin(), s.whole.outputs.end(), values.front());
   if (at == s.whole.outputs.end()) return {};
@@ -33,7 +33,7 @@ std::optional<Verdict> judge_output(const RunState& s, size_t i, const at::Tenso
   const c10::IValue& eager = s.runs.native.outputs[i];
   const c10::IValue& fp64 = s.runs.fp64.outputs[i];
   if (!eager.isTensor()) return std::nullopt;
-  auto values = s.program.ir.output_specs[i].arg.values();
+  auto values = s.outputs[i].arg.values();
   const std::string name = values.empty() ? std::string() : g.value(values.front()).name;
   const bool fp64_ok = fp64.isTensor() && !s.uncomparable_values.count(name);
   return judge_measured(compiled, eager.toTensor(), fp64_ok ? fp64.toTensor() : at::Tensor(), s.options.rule,
@@ -44,11 +44,17 @@ void judge_outputs(RunState& s) {
   const Graph& g = s.program.ir.graph;
   DiffResult& r = s.result;
   r.fail_on_suspicious = s.options.fail_on_suspicious;
-  for (size_t i = 0; i < s.program.ir.output_specs.size(); ++i) {
-    const OutputSpec& spec = s.program.ir.output_specs[i];
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    const OutputSpec& spec = s.outputs[i];
     OutputVerdict ov;
     auto values = spec.arg.values();
     ov.name = values.empty() ? fmt::format("output #{}", i) : g.value(values.front()).name;
+    ov.value = ov.name;
+    if (i >= s.program.ir.output_specs.size())  // a graph input the graph writes in place: its value after the graph
+      ov.name = fmt::format("{} '{}' after the graph", spec.kind == OutputSpec::Kind::BufferMutation      ? "buffer"
+                                                      : spec.kind == OutputSpec::Kind::ParameterMutation ? "parameter"
+                                                                                                         : "input",
+                            spec.target);
     ov.role = std::string(output_kind_name(spec.kind)) + (spec.target.empty() ? "" : " of " + spec.target);
     const c10::IValue& eager = s.runs.native.outputs[i];
     const c10::IValue& fp64 = s.runs.fp64.outputs[i];
@@ -56,7 +62,7 @@ void judge_outputs(RunState& s) {
     OutputValues kept;
     kept.eager = eager.toTensor();
     if (fp64.isTensor()) kept.fp64 = fp64.toTensor();
-    const bool fp64_ok = fp64.isTensor() && !s.uncomparable_values.count(ov.name);
+    const bool fp64_ok = fp64.isTensor() && !s.uncomparable_values.count(ov.value);
     NodeId producer = values.empty() ? kGraphInput : g.value(values.front()).producer;
     auto ulp_dtype = producer == kGraphInput ? std::nullopt : working_dtype(g, g.node(producer));
     if (fp64_ok) ov.eager_to_fp64 = measure(eager.toTensor(), fp64.toTensor(), ulp_dtype);

@@ -19,10 +19,10 @@ void localize_divergence(RunState& s) {
   std::vector<std::string> failing_names;
   for (const OutputVerdict& o : r.outputs)
     if (counts_as_failing(o.verdict, suspicious_fails)) {
-      failing.push_back(g.find(o.name));
+      failing.push_back(g.find(o.value.empty() ? o.name : o.value));
       failing_names.push_back(o.name);
     }
-  std::vector<NodeId> cone = failing_cone(g, failing);
+  std::vector<NodeId> cone = failing_cone(g, failing, &s.storage);
   std::vector<size_t> suspects;
   for (size_t i = 0; i < cone.size(); ++i)
     if (r.nodes[static_cast<size_t>(cone[i])].compiled_local_fails) suspects.push_back(i);

@@ -39,8 +39,8 @@ void observe_twin(RunState& s) {
   for (const OutputVerdict& ov : r.outputs)
     if (!ov.verdict.pass) package_fails.push_back(ov.name);
   const Graph& g = s.program.ir.graph;
-  for (size_t i = 0; i < s.program.ir.output_specs.size(); ++i) {
-    auto values = s.program.ir.output_specs[i].arg.values();
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    auto values = s.outputs[i].arg.values();
     const c10::IValue value = compiled_output(s, i, *outputs);
     if (values.empty() || !value.isTensor()) continue;
     if (auto v = judge_output(s, i, value.toTensor()); v && !v->pass) twin_fails.push_back(g.value(values.front()).name);

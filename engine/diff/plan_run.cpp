@@ -98,6 +98,23 @@ void place_runs(RunState& s) {
   reset_gpu_peak(native);
 }
 
+/// The result "graph input `v` after the graph": its kind from the input's (a buffer, a parameter, a user input).
+OutputSpec mutated_input_spec(const Program& program, ValueId v) {
+  OutputSpec spec;
+  spec.arg.kind = Argument::Kind::Tensor;
+  spec.arg.payload = v;
+  const std::string& name = program.ir.graph.value(v).name;
+  spec.kind = OutputSpec::Kind::UserInputMutation;
+  spec.target = name;
+  for (const InputSpec& in : program.ir.input_specs)
+    if (in.arg.values() == std::vector<ValueId>{v}) {
+      if (in.kind == InputSpec::Kind::Buffer) spec.kind = OutputSpec::Kind::BufferMutation;
+      if (in.kind == InputSpec::Kind::Parameter) spec.kind = OutputSpec::Kind::ParameterMutation;
+      if (!in.target.empty()) spec.target = in.target;
+    }
+  return spec;
+}
+
 }  // namespace
 
 std::string default_device(const Program& program) {
@@ -111,22 +128,24 @@ void plan_run(RunState& s) {
   r.compiled = s.backend.name();
   r.rule = s.options.rule;
   s.interpreter.set_seed(s.options.backend.seed);  // the compiled side is seeded alike, every run
-  // Per-op inputs (exploded compile, localization windows) assume each value is written once. An op
-  // writing a fresh intermediate only it reads (training IR's relu_, hardswish_, dropout_) keeps that
-  // true: it computes its functional form, and kept values are copied (a later write would change
-  // them). Any other in-place write breaks it, so only whole-graph verdicts are given.
+  // Kept values are copied where an op writes in place (a later write would change them), and the storage model
+  // keeps the program's order: a read sees the writes before it, and each write into a graph input makes that
+  // input's value after the graph a result (engine/diff/run_references.cpp).
   s.mutating = s.interpreter.mutates_inputs();  // scans every kernel: once
-  const std::vector<std::string> unconfined = s.interpreter.unconfined_mutations();
-  s.in_place = !unconfined.empty();
-  if (s.in_place)
-    r.warnings.push_back(fmt::format("node '{}'{} writes in place into a value another node can see (a graph input or output, "
-                                     "a view, a value read elsewhere, or inside a body): the exploded compile and localization "
-                                     "are skipped; export the core ATen graph (ep.run_decompositions(), where mutation is "
-                                     "functional) to localize",
-                                     unconfined.front(),
-                                     unconfined.size() > 1 ? fmt::format(" (and {} more)", unconfined.size() - 1) : ""));
-  s.exploded = s.options.exploded && s.backend.compiles_regions() && !s.in_place;
-  s.bisect = s.options.localize.enabled && !s.in_place;
+  s.storage = s.interpreter.storage_model();
+  s.outputs = s.program.ir.output_specs;
+  for (ValueId v : s.storage.mutated_inputs)  // one the graph returns is judged as it returns it
+    if (!s.program.ir.graph.value(v).is_graph_output) s.outputs.push_back(mutated_input_spec(s.program, v));
+  s.exploded = s.options.exploded && s.backend.compiles_regions();
+  if (const std::vector<NodeId> left = left_out_of_exploded(s.program.ir.graph, s.storage); s.exploded && !left.empty()) {
+    std::vector<std::string> names;
+    for (NodeId id : left) names.push_back(s.program.ir.graph.node(id).name);
+    r.warnings.push_back(fmt::format("the exploded compile leaves out {} node{} that write in place or read a value written in "
+                                     "place after it was made ({}): one op alone cannot keep the order of the writes; "
+                                     "localization judges them in windows that keep it",
+                                     left.size(), left.size() == 1 ? "" : "s", fmt::join(names, ", ")));
+  }
+  s.bisect = s.options.localize.enabled;
   s.keep = s.exploded || (s.bisect && s.backend.compiles_regions()) || (s.options.kernel_map && s.backend.observes());
   place_runs(s);
   if (s.program.export_device.type != "cpu" && r.devices.native == "cpu")

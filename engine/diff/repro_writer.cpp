@@ -1,6 +1,7 @@
 // engine/diff/repro_writer.cpp — a repro is only useful if it reproduces: the window is exported
 // with torch.export (by the Inductor worker: Python owns that format), fed the same fp64-exact
 // boundary values the localization used, and the command keeps the compiled side and tolerance.
+#include <algorithm>
 #include "engine/diff/repro_writer.h"
 
 #include <filesystem>
@@ -57,8 +58,11 @@ Repro write_repro(const Program& program, const Culprit& culprit, const Referenc
   }
   repro.archive = (fs::path(options.repro_dir) / "repro.pt2").string();
   repro.inputs = (fs::path(options.repro_dir) / "repro_inputs.pt").string();
-  const RegionSpec region = RegionSpec::fused(g, window, g.node(window.back()).output_values());
-  const std::vector<c10::IValue> inputs = refs.rounded(region.inputs);
+  RegionSpec region = RegionSpec::fused(g, window, g.node(window.back()).output_values());
+  if (refs.storage)  // an input the window writes: returned too, as torch.export returns a mutated input
+    for (ValueId v : written_region_inputs(*refs.storage, region))
+      if (std::find(region.outputs.begin(), region.outputs.end(), v) == region.outputs.end()) region.outputs.push_back(v);
+  const std::vector<c10::IValue> inputs = refs.region_inputs(region);
   try {
     BackendOptions worker_options = options.backend;
     worker_options.device = repro_device(program, options);

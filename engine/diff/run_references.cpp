@@ -128,6 +128,43 @@ NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values, boo
   return ne;
 }
 
+/// The whole storage of `t` as a flat tensor of its dtype, copied: a version of a written storage.
+at::Tensor storage_copy(const at::Tensor& t) {
+  const int64_t n = static_cast<int64_t>(t.storage().nbytes() / t.element_size());
+  return t.new_empty({0}).set_(t.storage(), 0, {n}, {1}).clone();
+}
+
+ReferenceRuns::Geometry geometry(const at::Tensor& t) {
+  return {t.sizes().vec(), t.strides().vec(), t.storage_offset()};
+}
+
+/// Where the graph writes in place: where each value of a written storage lies in it (first seen), and each
+/// storage a step writes, copied after the write in both runs (every version when `keep_all`, else the latest
+/// of a graph input's storage: its value after the graph).
+void keep_versions(const Graph& g, const StorageModel& m, const NodeStep& step, ReferenceRuns& reference, bool keep_all) {
+  auto note = [&](ValueId v, const c10::IValue& native, const c10::IValue& fp64) {
+    const auto i = static_cast<size_t>(v);
+    if (!m.is_written(v) || reference.eager_geometry[i] || !native.isTensor() || !fp64.isTensor()) return;
+    if (!native.toTensor().defined() || !fp64.toTensor().defined() || !native.toTensor().has_storage()) return;
+    reference.eager_geometry[i] = geometry(native.toTensor());
+    reference.fp64_geometry[i] = geometry(fp64.toTensor());
+  };
+  const std::vector<ValueId> ins = step.node.input_values(), outs = step.node.output_values();
+  for (size_t i = 0; i < ins.size(); ++i) note(ins[i], step.native_inputs[i], step.fp64_inputs[i]);
+  for (size_t i = 0; i < outs.size(); ++i) note(outs[i], step.native[i], step.fp64[i]);
+  for (ValueId r : m.writes[static_cast<size_t>(step.node.id)]) {
+    const bool input = g.value(r).producer == kGraphInput;
+    if (!keep_all && !input) continue;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (m.root[static_cast<size_t>(ins[i])] != r || !step.native_inputs[i].isTensor() || !step.fp64_inputs[i].isTensor()) continue;
+      if (!keep_all)  // the latest only
+        std::erase_if(reference.versions, [r](const auto& kv) { return kv.first.second == r; });
+      reference.versions[{step.node.id, r}] = {storage_copy(step.native_inputs[i].toTensor()), storage_copy(step.fp64_inputs[i].toTensor())};
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<at::ScalarType> working_dtype(const Graph& g, const Node& n) {
@@ -162,15 +199,29 @@ void run_references(RunState& s) {
     s.reference = start_reference(s.program, s.inputs, s.interpreter, s.mutating);
     rerun_ops.assign(g.values().size(), 0);
   }
+  const bool writes = s.storage.any();
+  if (writes) {
+    s.reference.storage = &s.storage;
+    s.reference.graph = &g;
+    s.reference.eager_geometry.assign(g.values().size(), std::nullopt);
+    s.reference.fp64_geometry.assign(g.values().size(), std::nullopt);
+  }
   MetricsBatch batch;  // on a GPU: one wait for the device per kBatch values, not two per value
   constexpr size_t kBatch = 512;
   s.runs = s.interpreter.run_lockstep(s.inputs, [&](const NodeStep& step) {
     r.nodes.push_back(node_error(g, step, s.options.keep_values, s.mutating, *r.values));
     measure_node(g, step, r.nodes.size() - 1, batch, r);
     if (s.keep) keep_reference(g, step, s.reference, s.interpreter, rerun_ops, s.mutating);
+    if (writes) keep_versions(g, s.storage, step, s.reference, s.keep);
     if (batch.pending() >= kBatch) batch.flush();
   });
   batch.flush();
+  // Each graph input the graph writes, after the graph (s.outputs past the program's own).
+  for (ValueId v : s.storage.mutated_inputs) {
+    const NodeId last = s.storage.writers[static_cast<size_t>(v)].back();
+    s.runs.native.outputs.push_back(s.reference.eager_after(v, last).toTensor().clone());
+    s.runs.fp64.outputs.push_back(s.reference.fp64_after(v, last).toTensor().clone());
+  }
   r.fixups = s.runs.fp64.fixups;
   r.autocast = autocast_regions(g);
   r.not_comparable = s.runs.fp64.not_comparable;

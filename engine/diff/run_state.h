@@ -65,7 +65,11 @@ struct RunState {
 
   // plan_run: what this graph and backend allow.
   bool mutating = false;  ///< an op writes in place: kept values are copied
-  bool in_place = false;  ///< an op writes in place where a reader can see it: whole-graph verdicts only
+  StorageModel storage;   ///< which values share a storage and which nodes write it (Interpreter::storage_model)
+  /// The results judged: the program's outputs (ExportedGraph::output_specs), then each graph input the graph
+  /// writes in place, its value after the graph (kind UserInputMutation, BufferMutation or ParameterMutation,
+  /// its arg the input itself). s.runs' outputs follow this order.
+  std::vector<OutputSpec> outputs;
   bool exploded = false;  ///< compile every op on its own
   bool bisect = false;    ///< localize a divergence
   bool keep = false;      ///< keep every eager and fp64 value (exploded compile, probes, hints)

@@ -2,7 +2,7 @@
 // diff() runs them in this order (pipeline.cpp); explain() runs the first two and explain_window().
 //
 //   stage                 reads                               adds
-//   plan_run              program, options, backend           warnings; mutating, in_place, exploded, bisect, keep
+//   plan_run              program, options, backend           warnings; mutating, storage, outputs, exploded, bisect
 //   run_references        inputs                              eager, fp64 and local runs: result.nodes (errors
 //                                                             per value), fix-ups, random nodes; kept values
 //   compile_graph         inputs                              the whole graph compiled and run; compiles[0]
@@ -35,6 +35,10 @@ std::unique_ptr<Backend> backend_for_run(const Program& program, const DiffOptio
 void run_stages_to_culprit(RunState& s);
 
 void plan_run(RunState& s);
+/// The nodes the exploded compile leaves out, where the graph writes in place: each writing node, and each node
+/// reading a value written after it was made (a placeholder fed once cannot stand for two states of one storage).
+/// Localization windows judge those, with the writes.
+std::vector<NodeId> left_out_of_exploded(const Graph& g, const StorageModel& m);
 void run_references(RunState& s);
 void compile_graph(RunState& s);
 void judge_outputs(RunState& s);

@@ -85,7 +85,28 @@ class DispatcherKernel : public Kernel {
         mutates_ = true;
         written_.push_back(a.name());
       }
-    for (const c10::Argument& r : schema.returns()) aliases_ = aliases_ || r.alias_info() != nullptr;
+    // aten::batch_norm and instance_norm in training update their running statistics in place, though their schema
+    // marks no argument written (the training IR keeps them whole).
+    if (name == "aten::batch_norm" || name == "aten::instance_norm") {
+      const char* flag = name == "aten::batch_norm" ? "training" : "use_input_stats";
+      const NamedArgument* training = node.input(flag);
+      if (training && training->arg.kind == Argument::Kind::Bool && training->arg.as<bool>())
+        for (const char* stat : {"running_mean", "running_var"})
+          if (const NamedArgument* a = node.input(stat); a && !a->arg.tensor_values().empty()) {
+            mutates_ = true;
+            written_.push_back(stat);
+          }
+    }
+    for (const c10::Argument& r : schema.returns()) {
+      aliases_ = aliases_ || r.alias_info() != nullptr;
+      std::string of;  // the argument in the same alias set: `Tensor(a) self -> Tensor(a)`, `Tensor(a!) self -> Tensor(a!)`
+      if (r.alias_info())
+        for (const c10::Argument& a : schema.arguments())
+          if (of.empty() && a.alias_info())
+            for (const auto& set : r.alias_info()->beforeSets())
+              if (a.alias_info()->beforeSets().count(set)) of = a.name();
+      alias_args_.push_back(of);
+    }
     reruns_exactly_ = (op_.hasTag(at::Tag::pointwise) || aliases_) && !is_random_ && !mutates_ && !is_bitcast_ &&
                       !is_metadata_assert_;
     for (const NamedArgument& a : node.inputs)
@@ -97,6 +118,7 @@ class DispatcherKernel : public Kernel {
   bool mutates_inputs() const override { return mutates_; }
   std::vector<std::string> written_arguments() const override { return written_; }
   bool output_may_alias_input() const override { return aliases_; }
+  std::vector<std::string> output_alias_arguments() const override { return alias_args_; }
   std::string device_rewrite() const override { return device_rewrite_; }
   bool reruns_exactly() const override { return reruns_exactly_; }
 
@@ -241,6 +263,7 @@ class DispatcherKernel : public Kernel {
   bool is_random_ = false;
   bool mutates_ = false;
   bool aliases_ = false;
+  std::vector<std::string> alias_args_;  ///< by return: the argument it aliases, or ""
   bool reruns_exactly_ = false;
   std::vector<std::string> written_;
 };

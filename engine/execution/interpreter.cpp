@@ -383,6 +383,31 @@ std::vector<std::string> Interpreter::unconfined_mutations() const {
   return out;
 }
 
+StorageModel Interpreter::storage_model() const {
+  const Graph& g = impl_->program.ir.graph;
+  const GraphPlan& plan = impl_->plans.at(&g);
+  std::vector<NodeEffects> effects(g.nodes().size());
+  // A confined write (unconfined_mutations()) computes its functional form: a fresh value, no effect.
+  const std::vector<std::string> unconfined = unconfined_mutations();
+  for (const Node& n : g.nodes()) {
+    const Kernel* kernel = plan.kernels[static_cast<size_t>(n.id)].get();
+    if (!kernel) continue;
+    if (kernel->mutates_inputs() && std::find(unconfined.begin(), unconfined.end(), n.name) == unconfined.end()) continue;
+    NodeEffects& e = effects[static_cast<size_t>(n.id)];
+    for (const std::string& name : kernel->written_arguments())
+      if (const NamedArgument* arg = n.input(name))
+        for (ValueId v : arg->arg.tensor_values()) e.written.push_back(v);
+    const std::vector<std::string> alias_of = kernel->output_alias_arguments();
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      ValueId of = kNoValue;
+      if (i < alias_of.size() && !alias_of[i].empty())
+        if (const NamedArgument* arg = n.input(alias_of[i]); arg && !arg->arg.tensor_values().empty()) of = arg->arg.tensor_values().front();
+      for (size_t k = 0; k < n.outputs[i].values().size(); ++k) e.aliases.push_back(of);
+    }
+  }
+  return build_storage_model(g, effects);
+}
+
 void Interpreter::set_devices(const Device& native, const Device& reference) {
   impl_->native_device = c10::Device(native.str());
   impl_->reference_device = c10::Device(reference.str());
@@ -593,7 +618,7 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
   const bool one_generator = native_ctx.device == fp64_ctx.device;
   Frame scratch;
   scratch.values.resize(g.values().size());
-  std::vector<c10::IValue> native_out, fp64_out, local_out;
+  std::vector<c10::IValue> native_out, fp64_out, local_out, native_in, fp64_in;
   for (const Node& n : g.nodes()) {
     const Kernel& kernel = *plan.kernels[static_cast<size_t>(n.id)];
     // A random node's three runs start from the same generator state; afterwards the generator is
@@ -632,10 +657,16 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
       local_out.push_back(std::move(scratch.values[static_cast<size_t>(v)]));
       scratch.values[static_cast<size_t>(v)] = c10::IValue();
     }
-    for (ValueId v : ins) scratch.values[static_cast<size_t>(v)] = c10::IValue();
+    native_in.clear();
+    fp64_in.clear();
+    for (ValueId v : ins) {
+      scratch.values[static_cast<size_t>(v)] = c10::IValue();
+      native_in.push_back(native.values[static_cast<size_t>(v)]);
+      fp64_in.push_back(fp64.values[static_cast<size_t>(v)]);
+    }
     {
       DefaultDtypeGuard default_dtype(Precision::Native);
-      on_node(NodeStep{n, native_out, fp64_out, local_out});
+      on_node(NodeStep{n, native_out, fp64_out, local_out, native_in, fp64_in});
     }
     for (ValueId v : plan.last_use.dies_after[static_cast<size_t>(n.id)]) {
       native.values[static_cast<size_t>(v)] = c10::IValue();

@@ -45,6 +45,9 @@ class Kernel {
   /// Whether an output may share storage with an input (a view, or the return of an in-place op).
   /// True unless the kernel knows its op returns fresh tensors only.
   virtual bool output_may_alias_input() const { return true; }
+  /// By output: the name of the schema argument whose storage that output shares (a view's `self`, an in-place
+  /// op's written argument), or "" for a fresh tensor. Empty when the kernel cannot tell (no schema).
+  virtual std::vector<std::string> output_alias_arguments() const { return {}; }
   /// How this kernel departs from the node as written so that a graph exported on a GPU runs on the
   /// CPU ("device cuda:0 -> cpu", a CUDA-only op run as its reference form); empty when it does not.
   virtual std::string device_rewrite() const { return {}; }

@@ -89,6 +89,7 @@ class UnderAutocast final : public Kernel {
   bool mutates_inputs() const override { return inner_->mutates_inputs(); }
   std::vector<std::string> written_arguments() const override { return inner_->written_arguments(); }
   bool output_may_alias_input() const override { return inner_->output_may_alias_input(); }
+  std::vector<std::string> output_alias_arguments() const override { return inner_->output_alias_arguments(); }
   std::string device_rewrite() const override { return inner_->device_rewrite(); }
 
  private:

@@ -61,6 +61,13 @@ bool window_has_op(const HintContext& ctx, const std::vector<std::string>& ops) 
   return false;
 }
 
+/// Some node of the window writes in place into a storage another node or the caller sees (StorageModel).
+bool window_writes(const HintContext& ctx) {
+  if (!ctx.storage) return false;
+  return std::any_of(ctx.window.nodes.begin(), ctx.window.nodes.end(),
+                     [&](NodeId n) { return !ctx.storage->writes[static_cast<size_t>(n)].empty(); });
+}
+
 bool window_has_float(const HintContext& ctx) { return window_has_dtype(ctx, [](at::ScalarType t) { return at::isFloatingType(t); }); }
 
 // What Triton computes differently from eager's CUDA kernels, op by op (torch/_inductor/config.py).
@@ -120,6 +127,16 @@ const std::vector<Lever>& levers() {
        "the difference is Inductor's own random number generation: with eager's kernels, seeded alike, the streams agree",
        [](const HintContext& ctx) { return !ctx.random_nodes.empty(); },
        [](BackendOptions& o) { o.inductor_config.push_back("fallback_random=True"); }},
+      // Where the window writes in place: how Inductor keeps the writes (hints/aliasing.cpp).
+      {"max_fusion_size", "--inductor-config max_fusion_size=1", "torch._inductor.config.max_fusion_size = 1",
+       "the difference is a fused kernel that reads a storage and writes it in place in one loop: once fused, it reads "
+       "values it has already overwritten (or misses ones it should see); unfused, each kernel sees the program's order",
+       [](const HintContext& ctx) { return window_writes(ctx); },
+       [](BackendOptions& o) { o.inductor_config.push_back("max_fusion_size=1"); }},
+      {"inplace_buffers", "--inductor-config inplace_buffers=False", "torch._inductor.config.inplace_buffers = False",
+       "the difference is Inductor reusing an input's buffer for a kernel's output in place while the input is still read",
+       [](const HintContext& ctx) { return window_writes(ctx); },
+       [](BackendOptions& o) { o.inductor_config.push_back("inplace_buffers=False"); }},
       {"fallback_by_default", "--inductor-config fallback_by_default=True", "torch._inductor.config.fallback_by_default = True",
        "the difference is in the code Inductor generates for these ops (with every op on its ATen kernel the window agrees): "
        "a lowering or fusion changes the numbers",

@@ -24,6 +24,8 @@ struct HintContext {
   /// The run's compiled side, or nullptr: the compiler levers compile in its process where it can
   /// (Backend::with_compiler_settings), else in a backend of their own.
   Backend* backend = nullptr;
+  /// Where the graph writes in place (Interpreter::storage_model); nullptr when nothing does.
+  const StorageModel* storage = nullptr;
 };
 
 // The experiments themselves are listed, declared and ordered in hint_registry.cpp.

@@ -11,6 +11,7 @@
 
 #include "engine/localize/compiled_oracle.h"
 #include "graphs/graph_text.h"
+#include "pt2diff/error.h"
 
 namespace pt2diff {
 
@@ -23,6 +24,12 @@ class CompiledOracle final : public RegionOracle {
       : g_(program.ir.graph), backend_(backend), interpreter_(interpreter), refs_(refs), cone_(std::move(cone)),
         uncomparable_(std::move(uncomparable)), rule_(rule), suspicious_fails_(suspicious_fails) {
     for (size_t i = 0; i < cone_.size(); ++i) position_[cone_[i]] = i;
+    if (refs_.storage && refs_.storage->any()) {
+      storage_ = refs_.storage;
+      before_of_.resize(g_.nodes().size());
+      for (size_t n = 0; n < storage_->after.size(); ++n)
+        for (NodeId a : storage_->after[n]) before_of_[static_cast<size_t>(a)].push_back(static_cast<NodeId>(n));
+    }
   }
 
   size_t size() const override { return cone_.size(); }
@@ -66,11 +73,12 @@ class CompiledOracle final : public RegionOracle {
         if (passed_on) judged.push_back(v);
       }
     RegionSpec region = RegionSpec::fused(g_, nodes, judged);
+    add_written_inputs(region);  // a graph input the prefix writes: judged as the prefix leaves it
     std::vector<c10::IValue> given;
     for (ValueId v : region.inputs) given.push_back(refs_.eager[static_cast<size_t>(v)]);
     return ask({'p', 0, end}, region, std::move(given), [&](const std::vector<c10::IValue>&) {
       std::vector<c10::IValue> eager;
-      for (ValueId v : judged) eager.push_back(refs_.eager[static_cast<size_t>(v)]);
+      for (ValueId v : region.outputs) eager.push_back(refs_.region_eager(region, v));
       return eager;
     });
   }
@@ -79,13 +87,17 @@ class CompiledOracle final : public RegionOracle {
     std::vector<NodeId> nodes = window_nodes(begin, end);
     std::vector<ValueId> judged = g_.node(cone_[end - 1]).output_values();
     RegionSpec region = RegionSpec::fused(g_, nodes, judged);
-    return ask({'w', begin, end}, region, refs_.rounded(region.inputs), [&](const std::vector<c10::IValue>& inputs) {
+    add_written_inputs(region);  // an input the window writes in place: judged as the window leaves it
+    return ask({'w', begin, end}, region, refs_.region_inputs(region), [&](const std::vector<c10::IValue>& inputs) {
       return interpreter_.run_region(region, inputs);  // eager from the same boundary values
     });
   }
 
  private:
-  /// The nodes of [begin, end) that the last one depends on (and it): a window is one computation.
+  /// The nodes of [begin, end) that the last one depends on (and it): a window is one computation. Where the
+  /// graph writes in place, a write the window's reads see and a read its writes follow are dependencies too, and
+  /// the views through which a window reads a storage it writes are made inside it from one input (fed apart, the
+  /// views would no longer share the write).
   std::vector<NodeId> window_nodes(size_t begin, size_t end) const {
     if (begin >= end) return {};
     std::vector<NodeId> nodes{cone_[end - 1]};
@@ -95,13 +107,52 @@ class CompiledOracle final : public RegionOracle {
       bool feeds = false;
       for (ValueId v : g_.node(id).output_values())
         for (NodeId u : g_.value(v).users) feeds = feeds || needed.count(u);
+      if (storage_)
+        for (NodeId u : before_of_[static_cast<size_t>(id)]) feeds = feeds || needed.count(u);
       if (feeds) {
         needed.insert(id);
         nodes.push_back(id);
       }
     }
     std::sort(nodes.begin(), nodes.end());
+    if (storage_) close_views(nodes, begin);
     return nodes;
+  }
+
+  /// Adds to `nodes` the views (of the cone, from position `begin` on) through which they read a storage they write
+  /// in place, until each such storage enters the window as one value.
+  void close_views(std::vector<NodeId>& nodes, size_t begin) const {
+    for (bool grew = true; grew;) {
+      grew = false;
+      std::set<ValueId> written;
+      for (NodeId id : nodes)
+        for (ValueId r : storage_->writes[static_cast<size_t>(id)]) written.insert(r);
+      const RegionSpec region = RegionSpec::fused(g_, nodes, {});
+      std::map<ValueId, std::vector<ValueId>> entering;  // root -> the inputs of that storage
+      for (ValueId v : region.inputs)
+        if (const ValueId r = storage_->root[static_cast<size_t>(v)]; written.count(r)) entering[r].push_back(v);
+      for (const auto& [r, values] : entering) {
+        if (values.size() < 2) continue;
+        for (ValueId v : values) {
+          const NodeId p = g_.value(v).producer;
+          auto at = position_.find(p);
+          if (p == kGraphInput || at == position_.end() || at->second < begin) continue;
+          if (storage_->root[static_cast<size_t>(v)] == v) continue;  // the storage itself: the views are made from it
+          nodes.push_back(p);
+          grew = true;
+        }
+      }
+      std::sort(nodes.begin(), nodes.end());
+      nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    }
+  }
+
+  /// Appends to `region.outputs` each of its inputs whose storage the region writes in place: the value after the
+  /// region is a result (what torch.compile must write back).
+  void add_written_inputs(RegionSpec& region) const {
+    if (!storage_) return;
+    for (ValueId v : written_region_inputs(*storage_, region))
+      if (std::find(region.outputs.begin(), region.outputs.end(), v) == region.outputs.end()) region.outputs.push_back(v);
   }
 
   template <class EagerFn>
@@ -115,9 +166,9 @@ class CompiledOracle final : public RegionOracle {
       if (it == compiled_.end()) {
         ++compiles_;
         a.compiled = true;
-        it = compiled_.emplace(key, backend_.compile(region, inputs)).first;
+        it = compiled_.emplace(key, backend_.compile(region, protect(region, inputs))).first;
       }
-      compiled = it->second->run(inputs);
+      compiled = it->second->run(protect(region, inputs));
       a.backend_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - backend_start).count();
     } catch (const BackendFailure& f) {
       if (f.kind() == BackendFailure::Kind::WorkerDied || f.kind() == BackendFailure::Kind::TimedOut)
@@ -133,7 +184,7 @@ class CompiledOracle final : public RegionOracle {
     double closest = -1;
     for (size_t i = 0; i < region.outputs.size(); ++i) {
       const ValueId v = region.outputs[i];
-      const c10::IValue fp64 = refs_.fp64_of(v);
+      const c10::IValue fp64 = refs_.region_fp64(region, v);
       if (uncomparable_.count(v) || !compiled[i].isTensor() || !eager[i].isTensor() || !fp64.isTensor()) continue;
       Verdict verdict = judge(compiled[i].toTensor(), eager[i].toTensor(), fp64.toTensor(), rule_);
       const bool fails = counts_as_failing(verdict, suspicious_fails_);
@@ -152,7 +203,23 @@ class CompiledOracle final : public RegionOracle {
     return a;
   }
 
+  /// `inputs`, with a copy of each the region writes in place: a compiler running in this process writes into
+  /// what it is given, and the eager run and the next probe read them after.
+  std::vector<c10::IValue> protect(const RegionSpec& region, const std::vector<c10::IValue>& inputs) const {
+    if (!storage_) return inputs;
+    std::set<ValueId> written;
+    for (NodeId id : region.nodes)
+      for (ValueId r : storage_->writes[static_cast<size_t>(id)]) written.insert(r);
+    std::vector<c10::IValue> out = inputs;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (written.count(storage_->root[static_cast<size_t>(region.inputs[i])]) && out[i].isTensor())
+        out[i] = out[i].toTensor().clone();
+    return out;
+  }
+
   const Graph& g_;
+  const StorageModel* storage_ = nullptr;      ///< where the graph writes in place; null when nothing does
+  std::vector<std::vector<NodeId>> before_of_;  ///< by NodeId: the nodes whose effect edges point back at it
   Backend& backend_;
   const Interpreter& interpreter_;
   const ReferenceRuns& refs_;
@@ -176,6 +243,94 @@ c10::IValue ReferenceRuns::fp64_of(ValueId value) const {
     return graph->value(in).producer == kGraphInput ? eager.at(static_cast<size_t>(in)) : fp64_of(in);
   });
   return made.at(static_cast<size_t>(std::find(outs.begin(), outs.end(), value) - outs.begin()));
+}
+
+namespace {
+
+c10::IValue view_in(const at::Tensor& flat, const std::optional<ReferenceRuns::Geometry>& g, const Graph& graph, ValueId v) {
+  if (!g) throw Error(Error::Kind::Internal, fmt::format("no geometry kept for '{}', a value of a storage written in place", graph.value(v).name));
+  return flat.as_strided(g->sizes, g->strides, g->offset);
+}
+
+/// The first node of `region` reading `v` (its first node when none does: an output it passes through).
+NodeId first_reader(const Graph& g, const RegionSpec& region, ValueId v) {
+  for (NodeId id : region.nodes) {
+    const std::vector<ValueId> ins = g.node(id).input_values();
+    if (std::find(ins.begin(), ins.end(), v) != ins.end()) return id;
+  }
+  return region.nodes.empty() ? static_cast<NodeId>(g.nodes().size()) : region.nodes.front();
+}
+
+/// The last node of `region` writing `v`'s storage after `v` was made (an input: any), if one does.
+std::optional<NodeId> last_region_write(const Graph& g, const StorageModel& m, const RegionSpec& region, ValueId v) {
+  const ValueId r = m.root[static_cast<size_t>(v)];
+  const NodeId made = g.value(v).producer;
+  std::optional<NodeId> last;
+  for (NodeId id : region.nodes) {
+    const auto& w = m.writes[static_cast<size_t>(id)];
+    if ((made == kGraphInput || id > made) && std::find(w.begin(), w.end(), r) != w.end()) last = id;
+  }
+  return last;
+}
+
+bool is_input(const RegionSpec& region, ValueId v) { return std::find(region.inputs.begin(), region.inputs.end(), v) != region.inputs.end(); }
+
+}  // namespace
+
+std::optional<NodeId> ReferenceRuns::write_seen(ValueId value, NodeId reader) const {
+  if (!storage || !graph || storage->writers.empty()) return std::nullopt;
+  return storage->write_seen(*graph, value, reader);
+}
+
+c10::IValue ReferenceRuns::eager_after(ValueId value, NodeId writer) const {
+  auto it = versions.find({writer, storage->root[static_cast<size_t>(value)]});
+  if (it == versions.end())
+    throw Error(Error::Kind::Internal, fmt::format("no version of '{}' kept after node '{}'", graph->value(value).name, graph->node(writer).name));
+  return view_in(it->second.eager, eager_geometry.at(static_cast<size_t>(value)), *graph, value);
+}
+
+c10::IValue ReferenceRuns::fp64_after(ValueId value, NodeId writer) const {
+  auto it = versions.find({writer, storage->root[static_cast<size_t>(value)]});
+  if (it == versions.end())
+    throw Error(Error::Kind::Internal, fmt::format("no version of '{}' kept after node '{}'", graph->value(value).name, graph->node(writer).name));
+  return view_in(it->second.fp64, fp64_geometry.at(static_cast<size_t>(value)), *graph, value);
+}
+
+c10::IValue ReferenceRuns::eager_as_read(ValueId value, NodeId reader) const {
+  const std::optional<NodeId> w = write_seen(value, reader);
+  return w ? eager_after(value, *w) : eager.at(static_cast<size_t>(value));
+}
+
+c10::IValue ReferenceRuns::fp64_as_read(ValueId value, NodeId reader) const {
+  const std::optional<NodeId> w = write_seen(value, reader);
+  return w ? fp64_after(value, *w) : fp64_of(value);
+}
+
+std::vector<c10::IValue> ReferenceRuns::region_inputs(const RegionSpec& region) const {
+  std::vector<c10::IValue> out = rounded(region.inputs);
+  if (!storage || storage->writers.empty()) return out;
+  for (size_t i = 0; i < region.inputs.size(); ++i) {
+    const ValueId v = region.inputs[i];
+    const std::optional<NodeId> w = write_seen(v, first_reader(*graph, region, v));
+    if (!w) continue;
+    const c10::IValue fp = fp64_after(v, *w), native = eager_after(v, *w);
+    out[i] = fp.toTensor().to(native.toTensor().scalar_type(), /*non_blocking=*/false, /*copy=*/true);
+  }
+  return out;
+}
+
+c10::IValue ReferenceRuns::region_fp64(const RegionSpec& region, ValueId value) const {
+  if (!storage || storage->writers.empty()) return fp64_of(value);
+  if (const std::optional<NodeId> w = last_region_write(*graph, *storage, region, value)) return fp64_after(value, *w);
+  if (is_input(region, value)) return fp64_as_read(value, first_reader(*graph, region, value));
+  return fp64_of(value);
+}
+
+c10::IValue ReferenceRuns::region_eager(const RegionSpec& region, ValueId value) const {
+  if (!storage || storage->writers.empty()) return eager.at(static_cast<size_t>(value));
+  if (const std::optional<NodeId> w = last_region_write(*graph, *storage, region, value)) return eager_after(value, *w);
+  if (is_input(region, value)) return eager_as_read(value, first_reader(*graph, region, value));
+  return eager.at(static_cast<size_t>(value));
 }
 
 std::vector<c10::IValue> ReferenceRuns::rounded(const std::vector<ValueId>& values) const {

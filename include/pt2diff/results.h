@@ -135,6 +135,9 @@ struct CompileRecord {
 struct OutputVerdict {
   std::string name;  ///< verdict.level: pass, suspicious, fail; verdict.blind_spot: a rule blind to 1% here
   std::string role;      ///< "user_output", "buffer_mutation of running_mean", ...
+  /// The graph value judged: `name`, except for a graph input the graph writes in place, named "input 'x' after
+  /// the graph" (role user_input_mutation, buffer_mutation or parameter_mutation of it), whose value is "x".
+  std::string value;
   Verdict verdict;       ///< compiled vs eager, fp64 as referee ("no_compiled_value" when the compiler failed)
   Metrics compiled_to_fp64;
   Metrics eager_to_fp64;

@@ -167,10 +167,12 @@ class Archive:
         return region_module(self.program.graph_module, self.by_name, node_names, input_names, output_names,
                              exploded, self.device, eager)
 
-    def region_inputs(self, path, input_names):
+    def region_inputs(self, path, input_names, written=()):
         """The values for `input_names`, in order, on this device: from the engine's inputs file `path`
         (a torch.save tuple of (name, value) pairs, read with weights_only=True), else the archive's
-        weights. Failure "bad_request" when the file is unreadable or a value is missing."""
+        weights; a weight named in `written` (the region writes it in place: written_inputs) is a copy, so
+        that no call changes the archive's. Failure "bad_request" when the file is unreadable or a value is
+        missing."""
         try:
             sent = dict(torch.load(path, weights_only=True))  # a tuple of (name, value) pairs
         except Exception as e:  # noqa: BLE001
@@ -180,7 +182,7 @@ class Archive:
             if name in sent:
                 v = sent[name]
             elif name in self.state:
-                v = self.state[name]
+                v = self.state[name].clone() if name in written else self.state[name]
             else:
                 raise Failure("bad_request", f"no value for region input '{name}'")
             values.append(v.to(self.device) if isinstance(v, torch.Tensor) else v)

@@ -13,7 +13,7 @@ import traceback
 
 import torch
 
-from . import distinct_ops, kernel_map
+from . import distinct_ops, kernel_map, regions
 from .archive import Archive
 from .protocol import PROTOCOL, Failure, describe, failure_kind
 
@@ -122,7 +122,8 @@ class Worker:
             raise Failure("bad_request", "compile before load")
         eager = list(req.get("eager", []))
         gm, input_names = self.region_module(req["nodes"], req["inputs"], req["outputs"], bool(req.get("exploded")), eager)
-        example = self.region_inputs(req["example_inputs"], input_names)
+        written = regions.written_inputs(gm)
+        example = self.region_inputs(req["example_inputs"], input_names, written)
         config = {k: config_value(v) for k, v in req.get("config", {}).items()}
         from torch._inductor import config as inductor_config
         try:
@@ -167,7 +168,7 @@ class Worker:
             raise
         except Exception as e:  # noqa: BLE001 - the compiler's message is the point
             raise Failure(failure_kind(e, "compile_failed"), describe(e), traceback.format_exc())
-        self.regions[req["region"]] = (compiled, input_names, settings, payloads)
+        self.regions[req["region"]] = (compiled, input_names, settings, payloads, written)
         reply = {"eager": len(eager)} if eager else {}  # how many nodes were left eager: the engine checks
         if req.get("observe"):
             reply["kernel_map"] = why_not or "available"
@@ -178,8 +179,8 @@ class Worker:
         region = self.regions.get(req["region"])
         if region is None:
             raise Failure("bad_request", f"no compiled region '{req['region']}'")
-        compiled, input_names, settings, payloads = region
-        inputs = self.region_inputs(req["inputs"], input_names)
+        compiled, input_names, settings, payloads, written = region
+        inputs = self.region_inputs(req["inputs"], input_names, written)
         observing = "observed_file" in req
         saved_dir = None
         try:
@@ -296,6 +297,6 @@ class Worker:
         """The region's GraphModule and input names (Archive.region_module on the loaded archive)."""
         return self.archive.region_module(node_names, input_names, output_names, exploded, eager)
 
-    def region_inputs(self, path, input_names):
-        """The region's input values on the load's device (Archive.region_inputs)."""
-        return self.archive.region_inputs(path, input_names)
+    def region_inputs(self, path, input_names, written=()):
+        """The region's input values on the load's device (Archive.region_inputs; `written`: weights it copies)."""
+        return self.archive.region_inputs(path, input_names, written)

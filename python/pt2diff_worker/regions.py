@@ -112,6 +112,44 @@ def region_module(root, by_name, node_names, input_names, output_names, exploded
     return torch.fx.GraphModule(root, new), list(input_names)
 
 
+def written_inputs(gm):
+    """The names of `gm`'s placeholders whose storage one of its ops writes in place: an argument its schema marks
+    written (`Tensor(a!)`), followed back through views (an output in the same alias set as an argument) to a
+    placeholder. What a caller must copy before each call when the value is shared (an archive's weights)."""
+    base = {}  # node -> the placeholder whose storage it shares
+
+    def root(a):
+        return base.get(a) if isinstance(a, torch.fx.Node) else None
+
+    written = set()
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            base[n] = n
+            continue
+        schema = getattr(n.target, "_schema", None) if n.op == "call_function" else None
+        if schema is None:
+            continue
+        bound = dict(zip((a.name for a in schema.arguments), n.args))
+        bound.update(n.kwargs)
+        # batch_norm and instance_norm in training update their running statistics, though their schema marks
+        # no argument written (as the engine's dispatcher kernel knows too).
+        stats = schema.name in ("aten::batch_norm", "aten::instance_norm") and \
+            bound.get("training" if schema.name == "aten::batch_norm" else "use_input_stats") is True
+        for a in schema.arguments:
+            if (a.alias_info is not None and a.alias_info.is_write) or (stats and a.name in ("running_mean", "running_var")):
+                for arg in (bound.get(a.name) if isinstance(bound.get(a.name), (list, tuple)) else [bound.get(a.name)]):
+                    if root(arg) is not None:
+                        written.add(root(arg).name)
+        ret = schema.returns[0] if len(schema.returns) == 1 else None
+        if ret is not None and ret.alias_info is not None:
+            for a in schema.arguments:
+                if a.alias_info is not None and set(a.alias_info.before_set) & set(ret.alias_info.before_set):
+                    if root(bound.get(a.name)) is not None:
+                        base[n] = root(bound.get(a.name))
+                    break
+    return written
+
+
 def graphs_on_device(gm, device, export_device_type):
     """Every graph of `gm` (the top level and the bodies of its higher-order ops) with the devices an export
     baked in rewritten for `device`, in place, as the engine's runs map them (run_device in

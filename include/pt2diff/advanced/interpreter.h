@@ -22,6 +22,7 @@
 #include "pt2diff/graph.h"
 #include "pt2diff/inputs.h"
 #include "pt2diff/program.h"
+#include "pt2diff/storage_model.h"
 
 namespace pt2diff {
 
@@ -77,6 +78,10 @@ struct NodeStep {
   const std::vector<c10::IValue>& fp64;    ///< the fp64 reference run
   const std::vector<c10::IValue>& local;   ///< the node alone, in native dtypes, fed the fp64 values of its
                                            ///< inputs rounded to their native dtypes
+  /// Its inputs (Node::input_values() order) as the native and fp64 runs hold them after it ran: an op writing in
+  /// place has changed them, and they share storage with every view of what it wrote.
+  const std::vector<c10::IValue>& native_inputs;
+  const std::vector<c10::IValue>& fp64_inputs;
 };
 
 struct LockstepResult {
@@ -158,6 +163,11 @@ class Interpreter {
   /// of them), so it computes what its functional form would. Empty when nothing writes, or every
   /// write is confined.
   std::vector<std::string> unconfined_mutations() const;
+
+  /// Which values of the top-level graph share a storage and which nodes write it, from each op's schema
+  /// (pt2diff/storage_model.h): what keeps the program's order where a graph writes in place. A body's writes
+  /// (inside a higher-order op) are not followed.
+  StorageModel storage_model() const;
 
   /// The nodes that run differently from the graph as written because pt2diff runs it on the CPU, in
   /// graph order. Empty for a graph exported on the CPU, and for native runs on a GPU. Known before
