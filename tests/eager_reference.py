@@ -10,7 +10,9 @@ writes, run by the venv's Python with the test process's thread count and CPU ca
 For every NAME it loads FIXTURES/NAME.pt2 (torch.export.load) and FIXTURES/BASE_inputs.pt
 (torch.load, weights_only=True; BASE is NAME without "_core"), seeds torch with 1234 (as
 make_fixtures.py did, for dropout) and writes the tuple of outputs of `ep.module()` to DIR/NAME.pt
-(a NAME in a folder, torch-2.12/toy, is written flat: DIR/torch-2.12+toy.pt).
+(a NAME in a folder, torch-2.12/toy, is written flat: DIR/torch-2.12+toy.pt), and beside it DIR/NAME.after.pt,
+a dict of each user input (by placeholder name) and buffer (by its name in the module) after the call: what the
+graph wrote in place.
 With --fp64 it writes the fp64 reference instead (fixtures/reference.py, what make_fixtures.py stores as
 NAME_fp64_expected.pt): for graphs whose fp64 result depends on the machine, as dropout's mask does.
 Exits 2 with one line when this Python's CPU capability is not CAP (the C++ test process and this
@@ -67,9 +69,14 @@ def main():
             if a.fp64:
                 out = fp64_reference(ep, args, kwargs)
             else:
+                module = ep.module()
                 with torch.no_grad():
                     torch.manual_seed(SEED)
-                    out = ep.module()(*args, **kwargs)
+                    out = module(*args, **kwargs)
+                # What the call wrote in place: each user input and buffer after it (NAME.after.pt, by name).
+                after = dict(zip(ep.graph_signature.user_inputs, args))
+                after.update({k: v for k, v in module.named_buffers()})
+                after = {k: v.detach() for k, v in after.items() if isinstance(v, torch.Tensor)}
         except Exception as e:  # one line per fixture, as the C++ side reports it
             print(f"eager_reference: {name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", file=sys.stderr)
             return 2
@@ -77,6 +84,9 @@ def main():
             out = (out,)
         flat = name.replace("/", "+")
         tmp = os.path.join(a.out, f".{flat}.{os.getpid()}.tmp")
+        if not a.fp64:
+            torch.save(after, tmp)
+            os.replace(tmp, os.path.join(a.out, flat + ".after.pt"))
         torch.save(tuple(t.detach() for t in out), tmp)
         os.replace(tmp, os.path.join(a.out, flat + ".pt"))  # atomic: a parallel test never reads half a file
     return 0

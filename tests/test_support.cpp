@@ -100,6 +100,9 @@ namespace {
   return std::to_string(fnv1a(key));
 }
 
+/// Where eager_reference.py's NAME.after.pt of a cached eager file lies.
+std::string after_path(const std::string& outputs) { return outputs.substr(0, outputs.size() - 3) + ".after.pt"; }
+
 std::string reference_outputs(const std::string& name, bool fp64, const std::string& library) {
 #if defined(PT2DIFF_TEST_PYTHON) && defined(PT2DIFF_TEST_CACHE) && defined(PT2DIFF_EAGER_REFERENCE)
   namespace fs = std::filesystem;
@@ -149,7 +152,10 @@ std::string reference_outputs(const std::string& name, bool fp64, const std::str
     fs::remove_all(work);
     throw std::runtime_error("PyTorch on this machine could not run fixture " + name + ": " + message);
   }
-  for (const auto& n : names) fs::rename(work / (flat(n) + ".pt"), cached(n));
+  for (const auto& n : names) {
+    fs::rename(work / (flat(n) + ".pt"), cached(n));
+    if (fs::exists(work / (flat(n) + ".after.pt"))) fs::rename(work / (flat(n) + ".after.pt"), after_path(cached(n).string()));
+  }
   fs::remove_all(work);
   return want.string();
 #else
@@ -165,6 +171,8 @@ std::string eager_outputs(const std::string& name, const std::string& library) {
 }
 
 std::string fp64_outputs(const std::string& name) { return reference_outputs(name, true, ""); }
+
+std::string eager_inputs_after(const std::string& name) { return after_path(reference_outputs(name, false, "")); }
 
 ScratchDir::ScratchDir(const std::string& tag) {
   std::string pattern = (std::filesystem::temp_directory_path() / ("pt2diff_" + tag + "_XXXXXX")).string();

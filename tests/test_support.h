@@ -25,6 +25,9 @@ std::string eager_outputs(const std::string& name, const std::string& library = 
 /// The same for the fp64 reference (fixtures/reference.py), for graphs whose fp64 result depends on the
 /// machine: dropout's mask (ATen's bernoulli draws through MKL on Intel CPUs, through mt19937 elsewhere).
 std::string fp64_outputs(const std::string& name);
+/// The user inputs (by placeholder name) and buffers (by their name in the module) after PyTorch eager ran the
+/// fixture on this machine: what it wrote in place. Computed with eager_outputs(), in the same cache.
+std::string eager_inputs_after(const std::string& name);
 
 /// A fresh directory of its own under the temporary directory (mkdtemp), removed with everything in it
 /// when this goes out of scope: tests run in parallel, by several users or build trees at once, never

@@ -155,7 +155,18 @@ void plant(const Fault& f, const Node& n, NodeCall& call) {
         break;
       case FaultKind::Reorder: case FaultKind::Demote: break;
     }
-    v = t;
+    // An op writing in place (add_, index_put_, copy_) returns the storage it wrote: the fault lands there, as a
+    // wrong write would, and every view and later reader of that storage sees it.
+    const at::Tensor& out = v.toTensor();
+    const std::string op = node_op(n);
+    const bool writes = !op.empty() && op.back() == '_' &&
+                        std::any_of(call.inputs.begin(), call.inputs.end(), [&](const c10::IValue& in) {
+                          return in.isTensor() && in.toTensor().defined() && in.toTensor().is_alias_of(out);
+                        });
+    if (writes)
+      out.copy_(t);
+    else
+      v = t;
   }
 }
 

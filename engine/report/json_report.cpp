@@ -68,6 +68,7 @@ json outputs_json(const DiffResult& r) {
                {"detail", o.verdict.detail}, {"compiled_to_fp64", metrics(o.compiled_to_fp64)},
                {"eager_to_fp64", metrics(o.eager_to_fp64)}};
     level_json(o.verdict, jo);
+    if (!o.value.empty() && o.value != o.name) jo["value"] = o.value;  // a written graph input: "x" of "input 'x' after the graph"
     outputs.push_back(std::move(jo));
   }
   return outputs;

@@ -108,7 +108,8 @@ class DiffResult(Record):
 
     The main ones: ``verdict`` ("agree", "diverged", "compiler_failed"), ``level`` ("pass", "suspicious",
     "fail"), ``outputs`` (per output: ``name``, ``role``, ``pass``, ``level``, ``reason``, ``detail``,
-    ``error_ratio``, ``blind_spot``, ``compiled_to_fp64`` and ``eager_to_fp64`` metrics),
+    ``error_ratio``, ``blind_spot``, ``compiled_to_fp64`` and ``eager_to_fp64`` metrics; a graph input the graph
+    writes in place is an output too, named ``"input 'x' after the graph"`` with ``value`` ``"x"``),
     ``nodes`` (per node: ``name``, ``op``, ``source``, ``module_path``, ``local_ulp``, ``values`` with their
     ``local``, ``propagated`` and ``compiled_local`` metrics), ``ranking``, ``compiles``, ``localization``
     (``culprit``, ``hints``, ``probes``, ``repro``; None when none ran), ``workaround`` (the smallest eager set:

@@ -2,8 +2,7 @@
 // (fixtures/make_in_place_fixture.py). A write into a fresh intermediate only the writing op reads is its
 // functional form for per-op inputs: the exploded compile and localization run through it, and a fault
 // planted before, on or after such ops is localized to its node. A write another node can see (into a
-// view of a value read afterwards, into a graph input) keeps whole-graph verdicts only, named up front,
-// and a write into a graph input stays in its run.
+// view of a value read afterwards, into a graph input) is followed by the storage model (mutation_test.cpp).
 #include <gtest/gtest.h>
 
 #include <ATen/ops/equal.h>
@@ -51,18 +50,6 @@ TEST(InPlace, FaultsAroundConfinedWritesAreLocalized) {
   }
   auto clean = testing::run_cli(archive("in_place_confined") + " --compiled eager");
   EXPECT_EQ(clean.exit_code, 0) << clean.out << clean.err;
-}
-
-TEST(InPlace, SeenWritesKeepWholeGraphVerdicts) {
-  // tanh_ writes the graph input: each run starts from its own copy, so the compiled run (eager) gets
-  // the inputs as given, not as the eager run left them, and agrees.
-  auto clean = testing::run_cli(archive("in_place_seen") + " --compiled eager");
-  EXPECT_EQ(clean.exit_code, 0) << clean.out << clean.err;
-  auto r = testing::run_cli(archive("in_place_seen") + " --compiled fault:linear_1:scale=0.05");
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.out.find("warning: node 'relu_' (and 1 more) writes in place into a value another node can see"), std::string::npos)
-      << r.out;
-  EXPECT_EQ(r.out.find("localization ("), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -6,6 +6,9 @@ Configured by the environment, so that child processes inherit it:
 - PT2DIFF_PLANT_OP: the op whose lowering is wrong ("relu", "div.Tensor", "add.Tensor"; default relu);
 - PT2DIFF_PLANT_ERROR: its result is scaled by (1 + ERROR) inside the generated kernel, default 1e-2;
   "nan" makes it log(-result) instead (NaN and -Inf where eager is finite);
+- PT2DIFF_PLANT_ARG: if set (an index), the lowering's positional argument of that index is scaled instead of its
+  result: for a lowering that writes in place, what it writes is wrong ("index_put_" with 2: the values a scatter
+  Inductor reinplaced into its input writes; "copy_" with 1: what Inductor copies back into a written input);
 - PT2DIFF_PLANT_SHAPE: if set ("2,4,8,8"), only results of that shape are wrong: the bug is in one op
   at one shape, as real lowering bugs often are; unset, every shape;
 - PT2DIFF_PLANT_LOG: if set, a file that gets one line per Inductor compile ("compile NODES PID": the
@@ -55,7 +58,18 @@ def plant():
     overload = op if op in lowering.lowerings else op.overloadpacket
     right = lowering.lowerings[overload]
 
+    arg = os.environ.get("PT2DIFF_PLANT_ARG", "").strip()
+
+    def wrong_argument(*args, **kwargs):
+        args = list(args)
+        i = int(arg)
+        _log(f"planted {'x'.join(map(str, _shape(args[i]) or ()))}")
+        args[i] = lowering.lowerings[torch.ops.aten.mul.Tensor](args[i], 1.0 + float(error))
+        return right(*args, **kwargs)
+
     def wrong(*args, **kwargs):
+        if arg:
+            return wrong_argument(*args, **kwargs)
         result = right(*args, **kwargs)
         got = _shape(result)
         if shape is not None and got != shape:
