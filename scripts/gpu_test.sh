@@ -79,6 +79,8 @@ pytest_example() {  # pytest is the user's: without it in that Python the check 
 check 4 "the pytest example with its model and inputs on cuda: passes clean, fails naming the op on a planted fault" pytest_example
 check 4 "capture on the GPU: a bf16 decoder through the capture backend and an fp16-autocast conv net through export_module, diagnosed on the GPU and with none visible" \
   "$PYTHON" "$ROOT/tests/device/capture_cuda.py" "$cli"
+check 3 "graphs that write in place on CUDA: written inputs and buffers judged, planted reinplaced-scatter and write-back bugs localized, clean KV cache, train-mode batch norm and view writes agree" \
+  "$PYTHON" "$ROOT/tests/engine/localize/mutation_inductor.py" "$cli" "$fixtures"
 check 3 "the node verdict on CUDA: GPU-exported bf16 and fp16 models clean at every node, planted absorbed bugs flagged and named" \
   "$PYTHON" "$ROOT/tests/device/node_verdict_cuda.py" "$cli" "$fixtures"
 # AOTInductor on CUDA in three parts: its package builds (115-121 s) and instrumented AOTI compiles (102-105 s) are
