@@ -1,4 +1,5 @@
 // engine/report/text_report.cpp — the readable report: outputs first, then where error comes from.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fmt/format.h>
@@ -65,13 +66,16 @@ void level_notes(std::string& out, const Verdict& v, const ToleranceRule& rule, 
 /// Each graph output's level, with its RMSE and max ulp to fp64 on both sides and their ratio.
 void outputs_block(std::string& out, const DiffResult& r) {
   line(out, "outputs (compiled vs eager, fp64 as referee; RMSE to fp64 and their ratio, compiled / eager):");
+  size_t width = 20;  // wider for a written input's name ("input 'x' after the graph")
+  for (const OutputVerdict& o : r.outputs) width = std::max(width, o.name.size());
   for (const OutputVerdict& o : r.outputs) {
     if (o.verdict.reason == "no_compiled_value") {
-      line(out, fmt::format("  {:<10} {:<20} {:<20} eager {}  (no compiled value)", "FAIL", o.name, o.verdict.reason, num_text(o.eager_to_fp64.rmse)));
+      line(out, fmt::format("  {:<10} {:<{}} {:<20} eager {}  (no compiled value)", "FAIL", o.name, width, o.verdict.reason,
+                            num_text(o.eager_to_fp64.rmse)));
       continue;
     }
-    line(out, fmt::format("  {:<10} {:<20} {:<20} compiled {}  eager {}  ratio {}  max ulp compiled {} eager {}   {}",
-                          level_label(o.verdict.level), o.name, o.verdict.reason, num_text(o.compiled_to_fp64.rmse), num_text(o.eager_to_fp64.rmse),
+    line(out, fmt::format("  {:<10} {:<{}} {:<20} compiled {}  eager {}  ratio {}  max ulp compiled {} eager {}   {}",
+                          level_label(o.verdict.level), o.name, width, o.verdict.reason, num_text(o.compiled_to_fp64.rmse), num_text(o.eager_to_fp64.rmse),
                           ratio(o.verdict.error_ratio), ulp_text(o.compiled_to_fp64.max_ulp), ulp_text(o.eager_to_fp64.max_ulp), o.verdict.detail));
     level_notes(out, o.verdict, r.rule, "             ");
   }
