@@ -243,6 +243,29 @@ class InputsInMemory(unittest.TestCase):
         r = assert_agrees(module, mlp_inputs(), compiled="eager")
         self.assertEqual(r.graph, pt2diff.EXPORTED_PROGRAM_NAME)
 
+    def test_module_writing_its_input(self):
+        # A module that writes into its input: the input after the graph is a result, its values PyTorch eager's,
+        # and a fault on the write is localized to it; the caller's tensor is left as it was.
+        class Scatter(torch.nn.Module):
+            def forward(self, x, idx, v):
+                x.index_put_((idx,), v)
+                x.add_(x.flip(0))
+                return torch.tanh(x).sum(0)
+
+        g = torch.Generator().manual_seed(5)
+        x, idx, v = torch.randn(6, 8, generator=g), torch.tensor([0, 3]), torch.randn(2, 8, generator=g)
+        given = x.clone()
+        r = pt2diff.diff(Scatter(), (x, idx, v), compiled="fault:add_:scale=0.05")
+        self.assertTrue(torch.equal(x, given))
+        written = [o for o in r.outputs if o.get("value") == "x"]
+        self.assertEqual([(o.name, o.role, o["pass"]) for o in written], [("input 'x' after the graph", "user_input_mutation of x", False)])
+        self.assertEqual((r.localization.culprit.kind, r.localization.culprit.nodes), ("single_op", ["add_"]))
+        want = given.clone()
+        with torch.no_grad():
+            Scatter()(want, idx, v)
+        values = {name: eager for name, compiled, eager, fp64 in r.output_values()}
+        self.assertTrue(torch.equal(values["input 'x' after the graph"], want))
+
     def test_threads(self):
         # Calls from several threads run one at a time, each with its own result.
         results = {}
