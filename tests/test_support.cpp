@@ -134,6 +134,10 @@ std::string reference_outputs(const std::string& name, bool fp64, const std::str
         for (const char* stem : {"toy", "toy_core"})
           if (fs::exists(entry.path() / (std::string(stem) + ".pt2")))
             all.push_back(entry.path().filename().string() + "/" + stem);
+    // The graphs that write in place (fixtures/mutation/NAME.pt2: mutation_test.cpp).
+    if (fs::is_directory(fs::path(PT2DIFF_FIXTURES) / "mutation"))
+      for (const auto& entry : fs::directory_iterator(fs::path(PT2DIFF_FIXTURES) / "mutation"))
+        if (entry.path().extension() == ".pt2") all.push_back("mutation/" + entry.path().stem().string());
     for (const auto& n : all)
       if (n != name && !fs::exists(cached(n))) names.push_back(n);
   }

@@ -113,7 +113,8 @@ class PackageRegion final : public CompiledRegion {
                              fmt::format("input '{}' is a {}: AOTInductor packages take tensors only", g.value(v).name, value.tagKind()));
       // The run's inputs are read onto the host; the package runs where the run does (its device type was
       // checked against the run's when the backend was made). Layout is kept: the guards judge strides.
-      user.push_back(value.toTensor().to(device_));
+      // A copy: the package writes the inputs the graph writes in place, and these are the run's.
+      user.push_back(value.toTensor().to(device_, /*non_blocking=*/false, /*copy=*/true));
     }
     // AOTI's own checklist, done before the package runs: every violation, each naming its input.
     if (const auto broken = package_guard_violations(program_, user, device_type_); broken.size() == 1)
@@ -153,9 +154,14 @@ class PackageRegion final : public CompiledRegion {
                            fmt::format("the package returns {} outputs and the graph has {} user outputs: was it built from "
                                        "this program?", out.size(), user_outputs.size()));
     std::vector<c10::IValue> result(region_.outputs.size());
-    for (size_t i = 0; i < region_.outputs.size(); ++i)
+    const std::vector<ValueId> given = package_input_values(program_);
+    for (size_t i = 0; i < region_.outputs.size(); ++i) {
       for (size_t k = 0; k < user_outputs.size(); ++k)
         if (user_outputs[k] == region_.outputs[i]) result[i] = out[k];
+      // A user input the graph writes in place: the package wrote it into the tensor it was given.
+      for (size_t k = 0; k < given.size() && result[i].isNone(); ++k)
+        if (given[k] == region_.outputs[i]) result[i] = user[k];
+    }
     return result;
   }
 

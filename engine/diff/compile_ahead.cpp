@@ -25,13 +25,13 @@ void start_exploded_worker(RunState& s) {
   DiffOptions options = s.options;
   if (s.options.backend.on_wait)
     options.backend.on_wait = [user = s.options.backend.on_wait, &s](const std::string& activity, double elapsed) {
-      if (!s.graph_compiling && !s.exploded_starting) user(activity, elapsed);
+      if (!s.ahead.graph_compiling && !s.ahead.exploded_starting) user(activity, elapsed);
     };
-  s.exploded_backend = backend_for_run(s.program, options, s.step);
-  s.exploded_starting = true;
-  s.exploded_start = std::async(std::launch::async, [&s] {
-    s.exploded_backend->start_ahead();
-    s.exploded_starting = false;
+  s.ahead.exploded_backend = backend_for_run(s.program, options, s.step);
+  s.ahead.exploded_starting = true;
+  s.ahead.exploded_start = std::async(std::launch::async, [&s] {
+    s.ahead.exploded_backend->start_ahead();
+    s.ahead.exploded_starting = false;
   });
 }
 
@@ -46,25 +46,26 @@ bool overlaps(const RunState& s) {
   return usable_cpus() >= 4 || s.options.backend.device.rfind("cuda", 0) == 0;
 }
 
-void start_graph_compile(RunState& s) {
-  if (!overlaps(s)) return;
-  s.graph_compiling = true;
-  s.graph_ahead = std::async(std::launch::async, [&s] {
+bool start_graph_compile(RunState& s) {
+  if (!overlaps(s)) return false;
+  s.ahead.graph_compiling = true;
+  s.ahead.graph = std::async(std::launch::async, [&s] {
     struct Done {  // also when the compile throws: the exploded compile's progress lines then show
       RunState& s;
-      ~Done() { s.graph_compiling = false; }
+      ~Done() { s.ahead.graph_compiling = false; }
     } done{s};
     compile_whole_graph(s);
   });
   start_exploded_worker(s);
+  return false;
 }
 
 bool compile_exploded_ahead(RunState& s) {
-  if (!s.graph_ahead.valid() || !s.exploded_backend) return false;
-  s.exploded_start.get();  // started with the whole graph's compile (start_exploded_worker); start_ahead throws nothing
+  if (!s.ahead.graph.valid() || !s.ahead.exploded_backend) return false;
+  s.ahead.exploded_start.get();  // started with the whole graph's compile (start_exploded_worker); start_ahead throws nothing
   ExplodedCompile x = exploded_request(s);
-  x.outputs = compile_and_run(*s.exploded_backend, x.ops, x.inputs, "exploded", x.record);
-  if (!x.record.compiles.empty()) x.record.compiles.back().worker_start_seconds = s.exploded_backend->startup_seconds();
+  x.outputs = compile_and_run(*s.ahead.exploded_backend, x.ops, x.inputs, "exploded", x.record);
+  if (!x.record.compiles.empty()) x.record.compiles.back().worker_start_seconds = s.ahead.exploded_backend->startup_seconds();
   // Judged now, while the whole graph may still compile (on the H200 the 1B decoder's exploded compile ended
   // 5.2 s before it, then its judging took 2.6 s after the kernel table), rather than in compile_exploded.
   if (x.outputs) {
@@ -76,7 +77,7 @@ bool compile_exploded_ahead(RunState& s) {
     if (!s.options.keep_values)  // the judged values hold what they keep: every op's compiled value can go
       for (c10::IValue& v : *x.outputs) v = c10::IValue();
   }
-  s.exploded_ahead = std::move(x);
+  s.ahead.exploded = std::move(x);
   return true;
 }
 

@@ -19,12 +19,13 @@ bool overlaps(const RunState& s);
 /// compile_graph waits for it. Progress lines come from that thread meanwhile. When the run compiles exploded,
 /// the second worker (a backend like the run's) is made and started too, in another thread
 /// (Backend::start_ahead: its imports and archive load beside the reference runs).
-void start_graph_compile(RunState& s);
+/// Returns false: nothing ran in this thread (the stage table's `ahead` form).
+bool start_graph_compile(RunState& s);
 
 /// After run_references: when overlaps() and the run compiles exploded, the exploded compile and run on the
 /// second worker (started by start_graph_compile; waited for here) in this thread, while the whole graph's compile goes
 /// on, and its outputs judged (judge_exploded) as soon as they come; compile_exploded takes both
-/// (RunState::exploded_ahead), enters the judgement in its own place and ends that worker. Its progress lines wait
+/// (RunState::ahead.exploded), enters the judgement in its own place and ends that worker. Its progress lines wait
 /// until the whole graph's compile is done (one line, one compile at a time). Returns whether it ran (the
 /// pipeline records its time as the stage `compile_exploded_ahead`).
 bool compile_exploded_ahead(RunState& s);

@@ -97,13 +97,13 @@ void compile_exploded(RunState& s) {
   DiffResult& r = s.result;
   // Run ahead on a second worker (compile_ahead.h): taken here, so that its compiles entry comes where it
   // would have without, and the second worker ends.
-  std::optional<ExplodedCompile> ahead = std::move(s.exploded_ahead);
-  s.exploded_ahead.reset();
-  if (s.exploded_start.valid()) s.exploded_start.wait();  // its start-up ahead, were it still under way
+  std::optional<ExplodedCompile> ahead = std::move(s.ahead.exploded);
+  s.ahead.exploded.reset();
+  if (s.ahead.exploded_start.valid()) s.ahead.exploded_start.wait();  // its start-up ahead, were it still under way
   // It is not asked again: it ends in a thread (a GPU worker's process and context torn down, then reaped) while
   // the run goes on; the run's state waits for it at its own end.
-  if (s.exploded_backend)
-    s.exploded_retired = std::async(std::launch::async, [b = std::move(s.exploded_backend)]() mutable { b.reset(); });
+  if (s.ahead.exploded_backend)
+    s.ahead.exploded_retired = std::async(std::launch::async, [b = std::move(s.ahead.exploded_backend)]() mutable { b.reset(); });
   // A worker that hung, died twice or cannot run here at all is not asked again.
   const bool worker_lost = !r.compiles.empty() && r.compiles.back().failure && loses_compiler(*r.compiles.back().failure);
   if (!s.exploded || worker_lost || g.nodes().empty()) return;

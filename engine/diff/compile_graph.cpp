@@ -35,8 +35,8 @@ std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const 
 }
 
 void compile_graph(RunState& s) {
-  if (s.graph_ahead.valid()) {
-    s.graph_ahead.get();  // started after plan_run (compile_ahead.h); rethrows what its thread threw
+  if (s.ahead.graph.valid()) {
+    s.ahead.graph.get();  // started after plan_run (compile_ahead.h); rethrows what its thread threw
     return;
   }
   compile_whole_graph(s);

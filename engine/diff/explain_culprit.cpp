@@ -50,7 +50,7 @@ void explain_culprit(RunState& s) {
   // In the graph that names the culprit: the region inlined when localization went inside one.
   const RunState& c = s.culprit_job();
   const Culprit& culprit = c.result.localization->culprit;
-  const bool named = culprit.kind == Culprit::Kind::SingleOp || culprit.kind == Culprit::Kind::Window;
+  const bool named = culprit.named();
   if (named || c.random_first) s.result.localization->hints = explain_window(c, culprit);
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
+#include <functional>
 #include <fmt/ranges.h>
 #include <map>
 #include <set>
@@ -110,6 +111,57 @@ std::string names(const std::vector<EagerNode>& nodes) {
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
+/// The set's nodes as the report names them: op, source line, module path and type.
+std::vector<EagerNode> eager_nodes(const Graph& g, const std::vector<NodeId>& set) {
+  std::vector<EagerNode> out;
+  for (NodeId id : set) {
+    const Node& n = g.node(id);
+    EagerNode e{n.name, short_target(n.target), n.source.user_frame(), n.source.module_path(), ""};
+    if (!n.source.nn_module_stack.empty()) e.module_type = short_type(n.source.nn_module_stack.back().type);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+/// Verifies what the user would write, the modules' forwards disabled (if that fails, the lines alone), into `w`:
+/// its levers, lines, verification and whether it holds (`verified`). Returns the last answer.
+WholeGraphOracle::Answer verify_levers(const Graph& g, WholeGraphOracle& oracle, const std::vector<NodeId>& set, bool from_nodes,
+                                       const std::function<bool(const WholeGraphOracle::Answer&)>& verified, Workaround& w) {
+  auto [levers, leaves] = levers_for(g, set, true);
+  WholeGraphOracle::Answer check = oracle.ask(leaves);
+  if (!verified(check) && leaves != set) {
+    std::tie(levers, leaves) = levers_for(g, set, false);
+    check = oracle.ask(leaves);
+  }
+  w.levers = std::move(levers);
+  w.lines = python_lines(w.levers);
+  w.verified = verified(check);
+  w.verified_nodes = leaves.size();
+  w.worst_output = check.passes ? check.worst_output : check.output;
+  const std::string fails = fmt::format("fails at {}: {}", check.output.empty() ? "the compile" : check.output, check.detail);
+  if (from_nodes)
+    w.verification = check.passes ? fmt::format("passes the rule with {} of {} nodes eager, the outputs' error at {:.3g}x eager's "
+                                                "(at {}; {} needed)", leaves.size(), g.nodes().size(), check.worst_ratio,
+                                                check.worst_output, fmt::format("<= {:g}", kNodeConfirmBound))
+                                  : fails;
+  else
+    w.verification = check.passes ? fmt::format("passes the rule with {} of {} nodes eager", leaves.size(), g.nodes().size()) : fails;
+  return check;
+}
+
+/// The workaround's one line: the set, how it was found, whether it holds, what it cost.
+std::string found_summary(const Graph& g, const Workaround& w, size_t set_size, bool from_nodes, double worst_ratio) {
+  const std::string outcome = !w.verified ? "NOT verified: " + w.verification
+                              : from_nodes ? fmt::format("verified, the outputs' error then goes back to {:.3g}x eager's", worst_ratio)
+                                           : std::string("verified, the compiled graph then passes the rule");
+  // An answer from an earlier compile of the same set (the node verdict's confirmation) costs no compile.
+  const std::string cost = w.compiles == 0 ? std::string("no compile of its own: the confirmation compiled that set")
+                                           : fmt::format("{} compile{}", w.compiles, w.compiles == 1 ? "" : "s");
+  return fmt::format("leave {} of {} node{} eager ({}){}: {} ({}{})", set_size, g.nodes().size(), g.nodes().size() == 1 ? "" : "s",
+                     names(w.nodes), from_nodes ? ", the nodes the node verdict names" : w.minimal ? "" : ", not shown minimal",
+                     outcome, cost, w.minimal || from_nodes ? "" : ", the budget ran out");
+}
+
 }  // namespace
 
 void find_workaround(RunState& s) {
@@ -148,7 +200,7 @@ void find_workaround(RunState& s) {
     for (const Node& n : g.nodes())
       if (n.name == name) culprit.push_back(static_cast<size_t>(n.id));
   };
-  if (r.localization && (r.localization->culprit.kind == Culprit::Kind::SingleOp || r.localization->culprit.kind == Culprit::Kind::Window))
+  if (r.localization && r.localization->culprit.named())
     for (const std::string& name : r.localization->culprit.nodes) add(name);
   else if (!r.kernels.first_failing_node.empty())
     add(r.kernels.first_failing_node);
@@ -182,44 +234,11 @@ void find_workaround(RunState& s) {
       }
       for (size_t p : found.eager) set.push_back(candidates[p]);
     }
-    for (NodeId id : set) {
-      const Node& n = g.node(id);
-      EagerNode e{n.name, short_target(n.target), n.source.user_frame(), n.source.module_path(), ""};
-      if (!n.source.nn_module_stack.empty()) e.module_type = short_type(n.source.nn_module_stack.back().type);
-      w.nodes.push_back(std::move(e));
-    }
-    // Verify what the user would write: the modules' forwards disabled; if that fails, the lines alone.
+    w.nodes = eager_nodes(g, set);
     *s.step = "workaround, verifying";
-    auto [levers, leaves] = levers_for(g, set, true);
-    WholeGraphOracle::Answer check = oracle.ask(leaves);
-    if (!verified(check) && leaves != set) {
-      std::tie(levers, leaves) = levers_for(g, set, false);
-      check = oracle.ask(leaves);
-    }
-    w.levers = std::move(levers);
-    w.lines = python_lines(w.levers);
-    w.verified = verified(check);
-    w.verified_nodes = leaves.size();
-    w.worst_output = check.passes ? check.worst_output : check.output;
-    if (from_nodes)
-      w.verification = check.passes ? fmt::format("passes the rule with {} of {} nodes eager, the outputs' error at {:.3g}x eager's "
-                                                  "(at {}; {} needed)", leaves.size(), g.nodes().size(), check.worst_ratio,
-                                                  check.worst_output, fmt::format("<= {:g}", kNodeConfirmBound))
-                                    : fmt::format("fails at {}: {}", check.output.empty() ? "the compile" : check.output, check.detail);
-    else
-      w.verification = check.passes ? fmt::format("passes the rule with {} of {} nodes eager", leaves.size(), g.nodes().size())
-                                    : fmt::format("fails at {}: {}", check.output.empty() ? "the compile" : check.output, check.detail);
+    const WholeGraphOracle::Answer check = verify_levers(g, oracle, set, from_nodes, verified, w);
     w.compiles = oracle.compiles();
-    const std::string outcome = !w.verified ? "NOT verified: " + w.verification
-                                : from_nodes ? fmt::format("verified, the outputs' error then goes back to {:.3g}x eager's", check.worst_ratio)
-                                             : std::string("verified, the compiled graph then passes the rule");
-    // An answer from an earlier compile of the same set (the node verdict's confirmation) costs no compile.
-    const std::string cost = w.compiles == 0 ? std::string("no compile of its own: the confirmation compiled that set")
-                                             : fmt::format("{} compile{}", w.compiles, w.compiles == 1 ? "" : "s");
-    w.summary = fmt::format("leave {} of {} node{} eager ({}){}: {} ({}{})", set.size(), g.nodes().size(),
-                            g.nodes().size() == 1 ? "" : "s", names(w.nodes),
-                            from_nodes ? ", the nodes the node verdict names" : w.minimal ? "" : ", not shown minimal", outcome,
-                            cost, w.minimal || from_nodes ? "" : ", the budget ran out");
+    w.summary = found_summary(g, w, set.size(), from_nodes, check.worst_ratio);
   } catch (const CannotLeaveEager& refused) {
     w.conclusion = Workaround::Conclusion::Unavailable;
     w.compiles = oracle.compiles();

@@ -52,6 +52,55 @@ const ValueError* eager_error(const RunState& s, size_t row, ValueId v) {
   return nullptr;
 }
 
+/// A kernel call's entry, at its first buffer: its kernel, the nodes it computes (graph order) and its code.
+KernelCall kernel_call(const ObservedBuffer& b, const std::map<std::string, NodeId>& node_by_name, const KernelMap& observed) {
+  KernelCall k;
+  k.name = b.kernel;
+  std::vector<std::pair<NodeId, std::string>> ordered;
+  for (const std::string& n : b.kernel_nodes)
+    if (auto f = node_by_name.find(n); f != node_by_name.end()) ordered.emplace_back(f->second, n);
+  std::sort(ordered.begin(), ordered.end());
+  for (auto& [id, name] : ordered) k.nodes.push_back(name);
+  if (auto code = observed.code.find(b.kernel); code != observed.code.end()) k.code = code->second;
+  return k;
+}
+
+/// Buffer `b` judged as value `v` of `node` (row `row` of the node table): against eager's kept value with fp64 as
+/// referee, or why not (kb.why_not).
+void judge_buffer(const RunState& s, const ObservedBuffer& b, NodeId node, ValueId v, size_t row, KernelBuffer& kb) {
+  const Graph& g = s.program.ir.graph;
+  const c10::IValue& eager = s.reference.eager[static_cast<size_t>(v)];
+  const c10::IValue fp64 = s.reference.fp64_of(v);
+  if (!eager.isTensor() || !fp64.isTensor() || !eager.toTensor().defined() || !fp64.toTensor().defined()) {
+    kb.why_not = "no eager or fp64 value kept for " + g.value(v).name;
+    return;
+  }
+  if (s.uncomparable_values.count(g.value(v).name)) {
+    kb.why_not = g.value(v).name + " is not comparable (bitcast or float8)";
+    return;
+  }
+  if (eager.toTensor().numel() != b.value.numel()) {
+    kb.why_not = fmt::format("{} has {} elements, the buffer {}", g.value(v).name, eager.toTensor().numel(), b.value.numel());
+    return;
+  }
+  const at::Tensor& e = eager.toTensor();
+  at::Tensor value = b.value;
+  if (value.sizes() != e.sizes()) {
+    value = value.reshape(e.sizes());
+    kb.reshaped = true;
+  }
+  kb.value = g.value(v).name;
+  kb.judged = true;
+  // Each side measured once: the buffer here, eager's value when the reference runs measured it
+  // (ValueError::propagated, the same eager and fp64 values) in the ULPs the rule judges in.
+  const auto ulp_dtype = working_dtype(g, g.node(node));
+  kb.metrics = measure(value, fp64.toTensor(), ulp_dtype);
+  const ValueError* known = eager_error(s, row, v);
+  kb.verdict = judge_measured(value, e, fp64.toTensor(), s.options.rule, known_ulps(kb.metrics, ulp_dtype, value.scalar_type()),
+                              known ? known_ulps(known->propagated, ulp_dtype, e.scalar_type()) : nullptr);
+  kb.pass = kb.verdict.pass;
+}
+
 }  // namespace
 
 void judge_kernels(RunState& s) {
@@ -76,17 +125,7 @@ void judge_kernels(RunState& s) {
   // Each buffer's copy is let go once judged: no later stage reads it (the table keeps its figures).
   for (ObservedBuffer& b : s.observed->buffers) {
     auto [it, fresh] = call_index.emplace(b.call, t.kernels.size());
-    if (fresh) {
-      KernelCall k;
-      k.name = b.kernel;
-      std::vector<std::pair<NodeId, std::string>> ordered;
-      for (const std::string& n : b.kernel_nodes)
-        if (auto f = node_by_name.find(n); f != node_by_name.end()) ordered.emplace_back(f->second, n);
-      std::sort(ordered.begin(), ordered.end());
-      for (auto& [id, name] : ordered) k.nodes.push_back(name);
-      if (auto code = s.observed->code.find(b.kernel); code != s.observed->code.end()) k.code = code->second;
-      t.kernels.push_back(std::move(k));
-    }
+    if (fresh) t.kernels.push_back(kernel_call(b, node_by_name, *s.observed));
     KernelCall& k = t.kernels[it->second];
     KernelBuffer kb;
     kb.buffer = b.buffer;
@@ -109,39 +148,14 @@ void judge_kernels(RunState& s) {
       v = value_for(g, g.node(node->second), b, kb.why_not);
     }
     if (v != kNoValue) {
-      const c10::IValue& eager = s.reference.eager[static_cast<size_t>(v)];
-      const c10::IValue fp64 = s.reference.fp64_of(v);
-      if (!eager.isTensor() || !fp64.isTensor() || !eager.toTensor().defined() || !fp64.toTensor().defined()) {
-        kb.why_not = "no eager or fp64 value kept for " + g.value(v).name;
-      } else if (s.uncomparable_values.count(g.value(v).name)) {
-        kb.why_not = g.value(v).name + " is not comparable (bitcast or float8)";
-      } else if (eager.toTensor().numel() != b.value.numel()) {
-        kb.why_not = fmt::format("{} has {} elements, the buffer {}", g.value(v).name, eager.toTensor().numel(), b.value.numel());
-      } else {
-        const at::Tensor& e = eager.toTensor();
-        at::Tensor value = b.value;
-        if (value.sizes() != e.sizes()) {
-          value = value.reshape(e.sizes());
-          kb.reshaped = true;
-        }
-        kb.value = g.value(v).name;
-        kb.judged = true;
-        ++t.judged;
-        // Each side measured once: the buffer here, eager's value when the reference runs measured it
-        // (ValueError::propagated, the same eager and fp64 values) in the ULPs the rule judges in.
-        const auto ulp_dtype = working_dtype(g, g.node(node->second));
-        kb.metrics = measure(value, fp64.toTensor(), ulp_dtype);
-        const ValueError* known = eager_error(s, row.at(node->second), v);
-        kb.verdict = judge_measured(value, e, fp64.toTensor(), s.options.rule, known_ulps(kb.metrics, ulp_dtype, value.scalar_type()),
-                                    known ? known_ulps(known->propagated, ulp_dtype, e.scalar_type()) : nullptr);
-        kb.pass = kb.verdict.pass;
-        if (!kb.pass) {
-          k.fails = true;
-          if (first_failing_node < 0 || node->second < first_failing_node) {
-            first_failing_node = node->second;
-            t.first_failing = static_cast<int64_t>(it->second);
-            t.first_failing_node = b.node;
-          }
+      judge_buffer(s, b, node->second, v, row.at(node->second), kb);
+      if (kb.judged) ++t.judged;
+      if (kb.judged && !kb.pass) {
+        k.fails = true;
+        if (first_failing_node < 0 || node->second < first_failing_node) {
+          first_failing_node = node->second;
+          t.first_failing = static_cast<int64_t>(it->second);
+          t.first_failing_node = b.node;
         }
       }
     }

@@ -55,8 +55,7 @@ void localize_in_region(RunState& s) {
                                         autocast->device_type, autocast->dtype, autocast->body_nodes.size());
   size_t compiles = inside.compiles.size();
   if (inside.localization) compiles += inside.localization->compiles;
-  const bool named = inside.localization && (inside.localization->culprit.kind == Culprit::Kind::SingleOp ||
-                                             inside.localization->culprit.kind == Culprit::Kind::Window);
+  const bool named = inside.localization && inside.localization->culprit.named();
   if (!named) {
     r.warnings.push_back(fmt::format("{}: {} ({} compiles)", where,
                                      inside.localization ? inside.localization->culprit.summary

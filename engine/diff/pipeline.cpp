@@ -14,43 +14,61 @@
 
 namespace pt2diff {
 
-namespace {
+const std::vector<StageInfo>& diff_stages() {
+  // name, function, file, reads, adds; then the culprit's stages (from_culprit) and what may start ahead.
+  static const std::vector<StageInfo> table = {
+      {"plan_run", plan_run, "plan_run.cpp", "program, options, backend",
+       "warnings; the storage model, the results judged, whether to explode, localize, keep values", false, start_graph_compile,
+       nullptr, "the whole graph's compile, in a thread (and the exploded compile's worker starting)"},
+      {"run_references", run_references, "run_references.cpp", "inputs",
+       "eager, fp64 and local runs; error of every value; kept values (and each written storage after each write)", false,
+       compile_exploded_ahead, "compile_exploded_ahead", "the exploded compile on its second worker, and its judgement"},
+      {"compile_graph", compile_graph, "compile_graph.cpp", "inputs", "the whole graph compiled and run (`compiles[0]`)"},
+      {"judge_outputs", judge_outputs, "judge_outputs.cpp", "the runs, the compiled outputs",
+       "verdict per output and per written input or buffer, `diverged`"},
+      {"observe_twin", observe_twin, "observe_twin.cpp", "diverged, a twin backend (an AOTI package)",
+       "the kernel map of the archive compiled instrumented by the twin"},
+      {"judge_kernels", judge_kernels, "judge_kernels.cpp", "the whole graph's kernel map",
+       "the kernel table, its first failing kernel (`docs/kernel-map.md`)"},
+      {"compile_exploded", compile_exploded, "compile_exploded.cpp", "kept values",
+       "every op compiled alone (but those writes leave out): compiled local errors, suspects"},
+      {"judge_nodes", judge_nodes, "judge_nodes.cpp", "compiled and eager local errors",
+       "the node verdict: findings, its level (`docs/verdicts.md`, \"Node evidence\"); no compile"},
+      {"trace_nonfinite", trace_nonfinite, "trace_nonfinite.cpp", "kernel table, exploded compile", "where the first NaN/Inf comes from"},
+      {"localize_kernel", localize_kernel, "localize_kernel.cpp + `engine/localize/kernel_search.cpp`",
+       "kernel table, kept values, exploded compile", "the op inside the first failing kernel (`kernels.inside`)"},
+      {"localize_divergence", localize_divergence, "localize_divergence.cpp", "verdicts, suspects, kept values, the storage model",
+       "`localization` (culprit, probes)"},
+      {"localize_in_region", localize_in_region, "localize_in_region.cpp + `graphs/inline_region.cpp`",
+       "a culprit that is a top-level autocast region",
+       "the localization found inside it by the stages up to here run on the region inlined (`run_stages_to_culprit`), and "
+       "that job (`region_job`), whose graph the culprit names"},
+      {"name_node_culprit", name_node_culprit, "name_node_culprit.cpp", "node verdict, outputs that pass",
+       "the first finding as culprit (`found_by: node_evidence`) and its confirmation: one compile with the findings' nodes eager"},
+      {"write_culprit_repro", write_culprit_repro, "write_culprit_repro.cpp + repro_writer.cpp", "culprit, kept values of `culprit_job()`",
+       "the repro archive and command (`to_flags`)", true},
+      {"explain_culprit", explain_culprit, "explain_culprit.cpp", "culprit, kept values of `culprit_job()`", "hints", true},
+      {"find_workaround", find_workaround, "find_workaround.cpp + `engine/localize/eager_set.cpp`", "verdicts, culprit, the whole graph",
+       "`workaround`: the smallest eager set and the lines that leave it eager (`--workaround`)", true},
+      {"rank_nodes", rank_nodes, "rank_nodes.cpp", "node errors", "the ranking of introduced error", true},
+  };
+  return table;
+}
 
-using Stage = void (*)(RunState&);
-struct NamedStage {
-  const char* name;
-  Stage run;
-};
-#define PT2DIFF_STAGE(f) NamedStage{#f, f}
-
-/// The main job, in order. Each stage reads what the ones before it added to the state.
-constexpr NamedStage kDiffStages[] = {
-    PT2DIFF_STAGE(plan_run),             // what this graph and backend allow
-    PT2DIFF_STAGE(run_references),       // eager, fp64 and local runs in lockstep; error of every value
-    PT2DIFF_STAGE(compile_graph),        // the whole graph through the compiler
-    PT2DIFF_STAGE(judge_outputs),        // compiled vs eager, fp64 as referee
-    PT2DIFF_STAGE(observe_twin),         // a package that disagrees: the archive compiled instrumented (its kernel map)
-    PT2DIFF_STAGE(judge_kernels),        // the compiled code's own buffers, kernel by kernel
-    PT2DIFF_STAGE(compile_exploded),     // every op alone through the compiler: compiled local errors, suspects
-    PT2DIFF_STAGE(judge_nodes),          // the node verdict: nodes whose compiled local error stands out against eager's
-    PT2DIFF_STAGE(trace_nonfinite),      // where the compiled code's first NaN/Inf comes from
-    PT2DIFF_STAGE(localize_kernel),      // the op inside the first failing kernel
-    PT2DIFF_STAGE(localize_divergence),  // bisect a divergence to its first op or window
-    PT2DIFF_STAGE(localize_in_region),   // a culprit that is an autocast region: the stages to here on the region inlined
-    PT2DIFF_STAGE(name_node_culprit),    // outputs pass but a node stands out: it is the culprit, confirmed by one compile
-    PT2DIFF_STAGE(write_culprit_repro),  // the culprit as a standalone archive and command (in its job's graph)
-    PT2DIFF_STAGE(explain_culprit),      // hints: promotion, reduction order, compiler levers (in its job's graph)
-    PT2DIFF_STAGE(find_workaround),      // the smallest eager set and the lines that leave it eager (--workaround)
-    PT2DIFF_STAGE(rank_nodes),           // where error is introduced
-};
-
-#undef PT2DIFF_STAGE
-
-}  // namespace
+std::string stage_table_markdown() {
+  std::string out = "| stage | file | reads | adds | may start ahead once it has run |\n|---|---|---|---|---|\n";
+  for (const StageInfo& st : diff_stages()) {
+    std::string file = st.file;  // "a.cpp + `b.cpp`": the first in engine/diff/, in backticks too
+    const size_t plus = file.find(" + ");
+    file = plus == std::string::npos ? "`" + file + "`" : "`" + file.substr(0, plus) + "`" + file.substr(plus);
+    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", st.name, file, st.reads, st.adds, st.ahead ? st.ahead_what : "");
+  }
+  return out;
+}
 
 void run_stages_to_culprit(RunState& s) {
-  for (const NamedStage& stage : kDiffStages) {
-    if (stage.run == write_culprit_repro) return;
+  for (const StageInfo& stage : diff_stages()) {
+    if (stage.from_culprit) return;
     stage.run(s);
   }
 }
@@ -86,16 +104,16 @@ DiffResult run_diff(const Program& program, const BoundInputs& inputs, const Dif
     if (r.peak_gpu_bytes >= 0) reset_gpu_peak(native);
     state.result.stages.push_back(std::move(r));
   };
-  for (const NamedStage& stage : kDiffStages) {
+  for (const StageInfo& stage : diff_stages()) {
     const auto stage_start = std::chrono::steady_clock::now();
     stage.run(state);
-    // DiffOptions::overlap: the compiles that need no more than this stage gave them start now (compile_ahead.h).
-    if (stage.run == plan_run) start_graph_compile(state);
+    // DiffOptions::overlap: what needs no more than this stage gave starts now (compile_ahead.h). Work it starts
+    // elsewhere counts in the stage's time; work it does in this thread has its own record (the stage's time is
+    // then its own work alone).
+    if (stage.ahead && !stage.ahead_record) stage.ahead(state);
     record(stage.name, stage_start);
-    // The exploded compile started ahead waits for its worker and runs in this thread: its own record, not
-    // run_references' (whose time is then the lockstep runs alone).
     const auto ahead_start = std::chrono::steady_clock::now();
-    if (stage.run == run_references && compile_exploded_ahead(state)) record("compile_exploded_ahead", ahead_start);
+    if (stage.ahead && stage.ahead_record && stage.ahead(state)) record(stage.ahead_record, ahead_start);
   }
   state.result.devices.peak_gpu_bytes = peak_gpu;
   state.result.devices.start_host_bytes = start_host_bytes;

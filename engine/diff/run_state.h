@@ -48,6 +48,18 @@ struct ExplodedCompile {
   std::exception_ptr judge_error;
 };
 
+/// The compiles a run starts ahead of their stages (compile_ahead.h, DiffOptions::overlap), owned by that scheduler:
+/// the stages compile_graph and compile_exploded take what they made.
+struct CompilesAhead {
+  std::unique_ptr<Backend> exploded_backend;   ///< the second worker of the exploded compile ahead
+  std::future<void> exploded_start;            ///< its start-up (Backend::start_ahead), waited for before it is used
+  std::atomic<bool> exploded_starting{false};  ///< that start-up is under way (no progress lines from it meanwhile)
+  std::optional<ExplodedCompile> exploded;     ///< the exploded compile made ahead, for compile_exploded
+  std::future<void> exploded_retired;          ///< that worker's end (shut down, killed, reaped) in a thread of its own
+  std::atomic<bool> graph_compiling{false};    ///< the whole graph's compile ahead is under way (progress lines)
+  std::future<void> graph;                     ///< the whole graph's compile; last: waited for (destroyed) before what its thread writes
+};
+
 struct RunState {
   RunState(const Program& program, const BoundInputs& inputs, const DiffOptions& options, Backend& backend,
            std::shared_ptr<std::string> step)
@@ -101,15 +113,10 @@ struct RunState {
 
   DiffResult result;
 
-  // compile_ahead.h (DiffOptions::overlap): the compiles started before their stages, taken by them.
-  bool owns_backend = false;                   ///< `backend` is diff()'s own, made for this run
-  std::unique_ptr<Backend> exploded_backend;   ///< the second worker of the exploded compile ahead
-  std::future<void> exploded_start;            ///< its start-up (Backend::start_ahead), waited for before it is used
-  std::atomic<bool> exploded_starting{false};  ///< that start-up is under way (no progress lines from it meanwhile)
-  std::optional<ExplodedCompile> exploded_ahead;
-  std::future<void> exploded_retired;          ///< that worker's end (shut down, killed, reaped) in a thread of its own
-  std::atomic<bool> graph_compiling{false};    ///< the whole graph's compile ahead is under way (progress lines)
-  std::future<void> graph_ahead;               ///< last: waited for (destroyed) before what its thread writes
+  bool owns_backend = false;  ///< `backend` is diff()'s own, made for this run
+  /// compile_ahead.h (DiffOptions::overlap): the compiles started before their stages, taken by them. Last: its
+  /// threads end before what they write.
+  CompilesAhead ahead;
 
   /// The job whose graph the culprit names: the region's when localize_in_region went inside one (its own
   /// culprit_job(), for a region inside that), else this one. Its localization is the culprit as found

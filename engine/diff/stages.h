@@ -1,28 +1,7 @@
-// engine/diff/stages.h — the diff pipeline, one stage per file, each over one RunState (run_state.h).
-// diff() runs them in this order (pipeline.cpp); explain() runs the first two and explain_window().
-//
-//   stage                 reads                               adds
-//   plan_run              program, options, backend           warnings; mutating, storage, outputs, exploded, bisect
-//   run_references        inputs                              eager, fp64 and local runs: result.nodes (errors
-//                                                             per value), fix-ups, random nodes; kept values
-//   compile_graph         inputs                              the whole graph compiled and run; compiles[0]
-//   judge_outputs         runs, compiled                      result.outputs (verdicts), result.diverged
-//   observe_twin          diverged, a TwinBackend (a package) the kernel map from its twin's instrumented compile
-//                                                             of the archive; compiles[+1] "instrumented"
-//   compile_exploded      kept values                         every op compiled alone: compiled local errors,
-//                                                             exploded suspects; compiles[1]
-//   judge_nodes           compiled local errors               result.node_verdict (nodes that stand out against
-//                                                             eager's local error: evidence whatever the outputs say)
-//   localize_kernel       kernel table, kept values           kernels.inside (the op inside the first failing kernel)
-//   localize_divergence   verdicts, suspects, kept values     result.localization (culprit, probes)
-//   localize_in_region    culprit (an autocast region)        result.localization from the job on the region inlined,
-//                                                             region_job (that job, for the culprit's stages)
-//   name_node_culprit     node verdict, outputs passing       result.localization from the node evidence (no search),
-//                                                             confirmed by one compile with the nodes eager
-//   write_culprit_repro   culprit_job(): culprit, kept values localization.repro (DiffOptions::repro_dir)
-//   explain_culprit       culprit_job(): culprit, kept values localization.hints
-//   find_workaround       verdicts, culprit, whole graph       result.workaround (the smallest eager set; --workaround)
-//   rank_nodes            result.nodes                        result.ranking
+// engine/diff/stages.h — the diff pipeline, one stage per file, each over one RunState (run_state.h). The stages,
+// in order, with what each reads and adds and what may start ahead of its successors, are one table:
+// diff_stages() (pipeline.cpp), which drives diff(), names the stage records of a report and is the table in
+// docs/architecture.md (StageTable.IsTheArchitectureDocsTable checks that they are equal).
 #pragma once
 
 #include "engine/diff/run_state.h"
@@ -31,7 +10,30 @@ namespace pt2diff {
 
 /// The backend of a run with `options` (its memory limit; progress lines labelled with the probe in `step`).
 std::unique_ptr<Backend> backend_for_run(const Program& program, const DiffOptions& options, const std::shared_ptr<std::string>& step);
-/// The main job's stages before write_culprit_repro, in order: what localize_in_region runs on a region inlined.
+/// One stage of the main job, as the table declares it.
+struct StageInfo {
+  const char* name;            ///< its function's name: the stage record's name
+  void (*run)(RunState&);
+  const char* file;            ///< where it lives (engine/diff/ unless a path says otherwise)
+  const char* reads;           ///< what it reads of the state, in words
+  const char* adds;            ///< what it adds to the result and the state
+  /// Where the culprit's stages begin: this stage and the ones after it work on culprit_job() (the repro and the
+  /// hints in the graph that names the culprit); run_stages_to_culprit() stops before it.
+  bool from_culprit = false;
+  /// What may start once this stage has run, ahead of the stages that take its result (compile_ahead.h); nullptr
+  /// when nothing. `ahead_record`: the name of its own stage record when it runs in this thread (its time is not
+  /// the stage's), or nullptr when it only starts work elsewhere (its start counted in the stage's time).
+  bool (*ahead)(RunState&) = nullptr;
+  const char* ahead_record = nullptr;
+  const char* ahead_what = "";  ///< in words, for the docs table
+};
+
+/// The main job's stages, in order.
+const std::vector<StageInfo>& diff_stages();
+/// docs/architecture.md's table of the stages, made from diff_stages().
+std::string stage_table_markdown();
+/// The main job's stages before the first `from_culprit` one, in order: what localize_in_region runs on a region
+/// inlined.
 void run_stages_to_culprit(RunState& s);
 
 void plan_run(RunState& s);

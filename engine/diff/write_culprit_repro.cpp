@@ -35,7 +35,7 @@ void write_culprit_repro(RunState& s) {
   // In the graph that names the culprit: the region inlined when localization went inside one.
   const RunState& c = s.culprit_job();
   const Culprit& culprit = c.result.localization->culprit;
-  const bool named = culprit.kind == Culprit::Kind::SingleOp || culprit.kind == Culprit::Kind::Window;
+  const bool named = culprit.named();
   if (named) s.result.localization->repro = write_repro(c.program, culprit, c.reference, c.options);
 }
 

@@ -538,6 +538,12 @@ std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const
 
 namespace {
 
+/// The values `ids` hold in frame `f`, into `out` (cleared first).
+void values_of(const std::vector<ValueId>& ids, const Frame& f, std::vector<c10::IValue>& out) {
+  out.clear();
+  for (ValueId v : ids) out.push_back(f.values[static_cast<size_t>(v)]);
+}
+
 /// Runs one node's kernel in one precision, naming the node and the run when the kernel throws.
 template <class Body>
 void run_guarded(const Node& n, Precision precision, Body&& body) {
@@ -657,13 +663,9 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
       local_out.push_back(std::move(scratch.values[static_cast<size_t>(v)]));
       scratch.values[static_cast<size_t>(v)] = c10::IValue();
     }
-    native_in.clear();
-    fp64_in.clear();
-    for (ValueId v : ins) {
-      scratch.values[static_cast<size_t>(v)] = c10::IValue();
-      native_in.push_back(native.values[static_cast<size_t>(v)]);
-      fp64_in.push_back(fp64.values[static_cast<size_t>(v)]);
-    }
+    for (ValueId v : ins) scratch.values[static_cast<size_t>(v)] = c10::IValue();
+    values_of(ins, native, native_in);
+    values_of(ins, fp64, fp64_in);
     {
       DefaultDtypeGuard default_dtype(Precision::Native);
       on_node(NodeStep{n, native_out, fp64_out, local_out, native_in, fp64_in});

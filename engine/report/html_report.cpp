@@ -289,7 +289,7 @@ std::string outputs_section(const DiffResult& r) {
 
 std::string culprit_section(const Localization& l, const std::string& reproduce) {
   const Culprit& c = l.culprit;
-  const bool named = c.kind == Culprit::Kind::SingleOp || c.kind == Culprit::Kind::Window;
+  const bool named = c.named();
   const char* kind = culprit_kind_name(c.kind);
   std::string s = "<section id=\"culprit\"><h2>Culprit</h2>\n";
   s += fmt::format("<p class=\"lead\"><span class=\"badge {}\">{}</span> {}</p>\n", named ? "kind" : kind, esc(kind), esc(c.summary));
@@ -716,7 +716,7 @@ std::string reproduce_block(const DiffResult& r, const HtmlOptions& o) {
   if (!o.command.empty()) s += fmt::format("<pre class=\"cmd\"><code>{}</code></pre>\n", esc(o.command));
   else s += "<p class=\"muted\">The command line of this run was not recorded.</p>\n";
   if (repro && !repro->ok) s += fmt::format("<p class=\"muted\">The repro could not be written: {}</p>\n", esc(repro->message));
-  else if (r.localization && (r.localization->culprit.kind == Culprit::Kind::SingleOp || r.localization->culprit.kind == Culprit::Kind::Window))
+  else if (r.localization && r.localization->culprit.named())
     s += "<p class=\"muted\">Add <code>--repro DIR</code> to write the culprit as a standalone archive with its inputs and the command that reproduces it.</p>\n";
   return s;
 }

@@ -51,7 +51,7 @@ std::string to_summary(const DiffResult& r) {
     for (size_t i = 0; i < c.nodes.size(); ++i)
       out += fmt::format("  {} ({}) at {}{}\n", c.nodes[i], c.ops[i], c.sources[i].empty() ? "no source line" : c.sources[i],
                          c.module_paths[i].empty() ? "" : " [" + c.module_paths[i] + "]");
-    if (c.kind == Culprit::Kind::SingleOp || c.kind == Culprit::Kind::Window)
+    if (c.named())
       out += fmt::format("  {}: compiled RMSE to fp64 {:.3g}, eager {:.3g}\n", c.value, c.compiled_to_fp64.rmse, c.eager_to_fp64.rmse);
     for (const Hint& h : l.hints) {
       out += fmt::format("hint {} ({}): {}\n", h.kind, h.finding, h.summary);

@@ -20,7 +20,7 @@ std::string ulp_text(double v) { return std::isinf(v) ? "inf" : fmt::format("{:.
 
 void line(std::string& out, const std::string& s) { out += s + "\n"; }
 
-bool named(const Culprit& c) { return c.kind == Culprit::Kind::SingleOp || c.kind == Culprit::Kind::Window; }
+bool named(const Culprit& c) { return c.named(); }
 
 /// Whether the compile of the whole graph failed (the verdict is then COMPILER FAILED).
 bool graph_failed(const DiffResult& r) {

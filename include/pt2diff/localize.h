@@ -63,6 +63,8 @@ struct Culprit {
     Inconclusive,  ///< the compile budget ran out, or no prefix of the cone diverges when compiled alone
   };
   Kind kind = Kind::Inconclusive;
+  /// Whether the search named the op or ops that diverge (a single op or a window), rather than none.
+  bool named() const { return kind == Kind::SingleOp || kind == Kind::Window; }
   /// How the search ended, as a stable code (culprit_conclusion_name(); JSON "conclusion"): one per way
   /// of not naming a culprit, so tools can tell them apart without reading `summary`.
   enum class Conclusion {

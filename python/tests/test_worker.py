@@ -31,7 +31,7 @@ from pt2diff_worker import cli, distinct_ops  # noqa: E402
 from pt2diff_worker.archive import Archive  # noqa: E402
 from pt2diff_worker.inductor import Worker, config_value, torch_settings  # noqa: E402
 from pt2diff_worker.protocol import Failure, serve  # noqa: E402
-from pt2diff_worker.regions import attention_on_cpu, math_attention, region_module  # noqa: E402
+from pt2diff_worker.regions import attention_on_cpu, math_attention, region_module, written_inputs  # noqa: E402
 
 WEIGHTS = ["p_fc1_weight", "p_fc1_bias", "p_fc2_weight", "p_fc2_bias"]
 ARCHIVE = os.path.join(TMP, "two_layer.pt2")
@@ -583,12 +583,25 @@ class AotiTest(unittest.TestCase):
     def test_eager_nodes_are_refused(self):
         w = Worker("aoti")
         w.archive = object()  # compile refuses before it reads the archive's regions
-        w.region_module = lambda *a, **k: (None, [])
+        w.region_module = lambda *a, **k: (torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph()), [])
         w.region_inputs = lambda *a, **k: []
         with self.assertRaises(Failure) as e:
             w.compile({"region": "r", "nodes": ["a"], "inputs": [], "outputs": [], "example_inputs": "", "eager": ["a"]})
         self.assertEqual(e.exception.kind, "compile_failed")
         self.assertIn("cannot leave nodes eager", str(e.exception))
+
+
+class WrittenInputsTest(unittest.TestCase):
+    def test_writes_through_views_and_running_statistics(self):
+        # What a region writes in place, followed back to its placeholders: the weights the worker must copy.
+        g = torch.fx.Graph()
+        x, y, mean, var, w = (g.placeholder(n) for n in ("x", "y", "mean", "var", "w"))
+        view = g.call_function(torch.ops.aten.slice.Tensor, (x, 0, 0, 2))
+        g.call_function(torch.ops.aten.add_.Tensor, (view, 1.0))  # into x, through a view
+        g.call_function(torch.ops.aten.mul.Tensor, (y, w))  # reads only
+        bn = g.call_function(torch.ops.aten.batch_norm.default, (y, None, None, mean, var, True, 0.1, 1e-5, False))
+        g.output((bn,))
+        self.assertEqual(written_inputs(torch.fx.GraphModule(torch.nn.Module(), g)), {"x", "mean", "var"})
 
 
 class SettingsTest(unittest.TestCase):
