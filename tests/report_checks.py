@@ -25,6 +25,15 @@ class Checks:
         if not ok:
             self.failures.append(what)
 
+    def finish(self, passed):
+        """The test's exit code: 1 after a line counting the failed checks, else 0 after `passed`, the line ctest's
+        PASS_REGULAR_EXPRESSION looks for."""
+        if self.failures:
+            print(f"{len(self.failures)} check(s) failed")
+            return 1
+        print(passed)
+        return 0
+
     def validate(self, report):
         if self._jsonschema:
             self._jsonschema.validate(report, self._schema)

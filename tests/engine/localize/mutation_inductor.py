@@ -105,11 +105,7 @@ def main():
                    f"{name} agrees with the stock Inductor, written results {written} ({p.returncode} {p.stderr.strip()[-200:]})")
             if r is not None:
                 checks.validate(r)
-    if checks.failures:
-        print(f"{len(checks.failures)} check(s) failed")
-        return 1
-    print("mutating graphs judged and localized through Inductor")
-    return 0
+    return checks.finish("mutating graphs judged and localized through Inductor")
 
 
 if __name__ == "__main__":
