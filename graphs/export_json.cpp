@@ -401,7 +401,11 @@ void refuse_missing_schema_features(const json& graph_module, const std::string&
 
 }  // namespace
 
-ExportedGraph parse_exported_program(const std::string& json_text, const std::string& where) {
+namespace {
+
+/// The archive's JSON, checked before it is read into the schema's types: parseable, an ExportedProgram of the
+/// schema major this pt2diff reads, no feature it lacks, integers in range, a well-formed graph.
+json checked_program_json(const std::string& json_text, const std::string& where) {
   json j;
   try {
     j = json::parse(json_text);
@@ -424,7 +428,71 @@ ExportedGraph parse_exported_program(const std::string& json_text, const std::st
   } catch (const json::exception& e) {
     bad_archive(where, fmt::format("malformed graph ({})", e.what()));
   }
+  return j;
+}
 
+/// One input of the signature, for graph input `arg`.
+InputSpec input_spec(const ex::InputSpec& s, Argument arg) {
+  InputSpec spec;
+  spec.arg = std::move(arg);
+  using T = ex::InputSpec::Tag;
+  switch (s.tag()) {
+    case T::USER_INPUT: spec.kind = InputSpec::Kind::UserInput; break;
+    case T::PARAMETER: spec.kind = InputSpec::Kind::Parameter; spec.target = s.get_parameter().get_parameter_name(); break;
+    case T::BUFFER:
+      spec.kind = InputSpec::Kind::Buffer;
+      spec.target = s.get_buffer().get_buffer_name();
+      spec.persistent = s.get_buffer().get_persistent();
+      break;
+    case T::TENSOR_CONSTANT:
+      spec.kind = InputSpec::Kind::TensorConstant;
+      spec.target = s.get_tensor_constant().get_tensor_constant_name();
+      break;
+    case T::CUSTOM_OBJ: spec.kind = InputSpec::Kind::CustomObj; spec.target = s.get_custom_obj().get_custom_obj_name(); break;
+    case T::TOKEN: spec.kind = InputSpec::Kind::Token; break;
+    case T::CONSTANT_INPUT:
+      spec.kind = InputSpec::Kind::ConstantInput;
+      spec.target = s.get_constant_input().get_name();
+      spec.constant = to_constant(s.get_constant_input().get_value());
+      break;
+  }
+  return spec;
+}
+
+/// One output of the signature, for graph output `arg`.
+OutputSpec output_spec(const ex::OutputSpec& s, Argument arg) {
+  OutputSpec spec;
+  spec.arg = std::move(arg);
+  using T = ex::OutputSpec::Tag;
+  switch (s.tag()) {
+    case T::USER_OUTPUT: spec.kind = OutputSpec::Kind::UserOutput; break;
+    case T::LOSS_OUTPUT: spec.kind = OutputSpec::Kind::LossOutput; break;
+    case T::BUFFER_MUTATION: spec.kind = OutputSpec::Kind::BufferMutation; spec.target = s.get_buffer_mutation().get_buffer_name(); break;
+    case T::GRADIENT_TO_PARAMETER:
+      spec.kind = OutputSpec::Kind::GradientToParameter;
+      spec.target = s.get_gradient_to_parameter().get_parameter_name();
+      break;
+    case T::GRADIENT_TO_USER_INPUT:
+      spec.kind = OutputSpec::Kind::GradientToUserInput;
+      spec.target = s.get_gradient_to_user_input().get_user_input_name();
+      break;
+    case T::USER_INPUT_MUTATION:
+      spec.kind = OutputSpec::Kind::UserInputMutation;
+      spec.target = s.get_user_input_mutation().get_user_input_name();
+      break;
+    case T::TOKEN: spec.kind = OutputSpec::Kind::Token; break;
+    case T::PARAMETER_MUTATION:
+      spec.kind = OutputSpec::Kind::ParameterMutation;
+      spec.target = s.get_parameter_mutation().get_parameter_name();
+      break;
+  }
+  return spec;
+}
+
+}  // namespace
+
+ExportedGraph parse_exported_program(const std::string& json_text, const std::string& where) {
+  const json j = checked_program_json(json_text, where);
   ex::ExportedProgram ep;
   try {
     ep = j.get<ex::ExportedProgram>();
@@ -441,68 +509,14 @@ ExportedGraph parse_exported_program(const std::string& json_text, const std::st
   try {
     GraphBuilder builder(gm.get_graph(), nullptr, where);
     out.graph = std::move(*builder.build());
-
     const auto& inputs = gm.get_signature().get_input_specs();
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const ex::InputSpec& s = inputs[i];
-      InputSpec spec;
-      spec.arg = i < out.graph.inputs().size() ? out.graph.inputs()[i] : Argument{};
-      using T = ex::InputSpec::Tag;
-      switch (s.tag()) {
-        case T::USER_INPUT: spec.kind = InputSpec::Kind::UserInput; break;
-        case T::PARAMETER: spec.kind = InputSpec::Kind::Parameter; spec.target = s.get_parameter().get_parameter_name(); break;
-        case T::BUFFER:
-          spec.kind = InputSpec::Kind::Buffer;
-          spec.target = s.get_buffer().get_buffer_name();
-          spec.persistent = s.get_buffer().get_persistent();
-          break;
-        case T::TENSOR_CONSTANT:
-          spec.kind = InputSpec::Kind::TensorConstant;
-          spec.target = s.get_tensor_constant().get_tensor_constant_name();
-          break;
-        case T::CUSTOM_OBJ: spec.kind = InputSpec::Kind::CustomObj; spec.target = s.get_custom_obj().get_custom_obj_name(); break;
-        case T::TOKEN: spec.kind = InputSpec::Kind::Token; break;
-        case T::CONSTANT_INPUT:
-          spec.kind = InputSpec::Kind::ConstantInput;
-          spec.target = s.get_constant_input().get_name();
-          spec.constant = to_constant(s.get_constant_input().get_value());
-          break;
-      }
-      out.input_specs.push_back(std::move(spec));
-    }
+    for (size_t i = 0; i < inputs.size(); ++i)
+      out.input_specs.push_back(input_spec(inputs[i], i < out.graph.inputs().size() ? out.graph.inputs()[i] : Argument{}));
     if (out.input_specs.size() != out.graph.inputs().size())
       bad_archive(where, fmt::format("signature has {} input specs for {} graph inputs", out.input_specs.size(), out.graph.inputs().size()));
-
     const auto& outputs = gm.get_signature().get_output_specs();
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const ex::OutputSpec& s = outputs[i];
-      OutputSpec spec;
-      spec.arg = i < out.graph.outputs().size() ? out.graph.outputs()[i] : Argument{};
-      using T = ex::OutputSpec::Tag;
-      switch (s.tag()) {
-        case T::USER_OUTPUT: spec.kind = OutputSpec::Kind::UserOutput; break;
-        case T::LOSS_OUTPUT: spec.kind = OutputSpec::Kind::LossOutput; break;
-        case T::BUFFER_MUTATION: spec.kind = OutputSpec::Kind::BufferMutation; spec.target = s.get_buffer_mutation().get_buffer_name(); break;
-        case T::GRADIENT_TO_PARAMETER:
-          spec.kind = OutputSpec::Kind::GradientToParameter;
-          spec.target = s.get_gradient_to_parameter().get_parameter_name();
-          break;
-        case T::GRADIENT_TO_USER_INPUT:
-          spec.kind = OutputSpec::Kind::GradientToUserInput;
-          spec.target = s.get_gradient_to_user_input().get_user_input_name();
-          break;
-        case T::USER_INPUT_MUTATION:
-          spec.kind = OutputSpec::Kind::UserInputMutation;
-          spec.target = s.get_user_input_mutation().get_user_input_name();
-          break;
-        case T::TOKEN: spec.kind = OutputSpec::Kind::Token; break;
-        case T::PARAMETER_MUTATION:
-          spec.kind = OutputSpec::Kind::ParameterMutation;
-          spec.target = s.get_parameter_mutation().get_parameter_name();
-          break;
-      }
-      out.output_specs.push_back(std::move(spec));
-    }
+    for (size_t i = 0; i < outputs.size(); ++i)
+      out.output_specs.push_back(output_spec(outputs[i], i < out.graph.outputs().size() ? out.graph.outputs()[i] : Argument{}));
     if (out.output_specs.size() != out.graph.outputs().size())
       bad_archive(where, fmt::format("signature has {} output specs for {} graph outputs", out.output_specs.size(), out.graph.outputs().size()));
   } catch (const std::bad_variant_access&) {

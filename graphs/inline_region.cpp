@@ -61,18 +61,11 @@ std::string inlined_name(const std::string& name, const std::string& region, boo
   return taken ? name + "_" + region : name;
 }
 
-std::optional<ExportedGraph> inline_autocast_region(const ExportedGraph& ir, NodeId region, std::string& why) {
-  const Graph& src = ir.graph;
-  if (region < 0 || static_cast<size_t>(region) >= src.nodes().size()) {
-    why = "no such node";
-    return std::nullopt;
-  }
-  const Node& r = src.node(region);
-  std::optional<AutocastRegion> autocast = autocast_region(r, why);
-  if (!autocast) return std::nullopt;
-  const Graph& body = *r.inputs[4].arg.as<Subgraph>().graph;
+namespace {
 
-  // The operands, flattened as the autocast kernel passes them, against the body's inputs.
+/// The region's operands, flattened as the autocast kernel passes them; nullopt (and `why`) when one is a literal or
+/// they do not match the body's inputs and outputs.
+std::optional<std::vector<ValueId>> region_operands(const Node& r, const Graph& body, std::string& why) {
   std::vector<ValueId> operands;
   for (size_t i = 5; i < r.inputs.size(); ++i) {
     const std::vector<ValueId> vs = r.inputs[i].arg.values();
@@ -82,60 +75,67 @@ std::optional<ExportedGraph> inline_autocast_region(const ExportedGraph& ir, Nod
     }
     operands.insert(operands.end(), vs.begin(), vs.end());
   }
-  const std::vector<ValueId> body_inputs = body.input_values(), body_outputs = body.output_values(), outputs = r.output_values();
-  if (operands.size() != body_inputs.size() || body_outputs.size() != outputs.size()) {
+  const size_t body_inputs = body.input_values().size(), body_outputs = body.output_values().size(), outputs = r.output_values().size();
+  if (operands.size() != body_inputs || body_outputs != outputs) {
     why = fmt::format("{} passes {} operands to a body of {} inputs and has {} outputs for its {}", r.name, operands.size(),
-                      body_inputs.size(), outputs.size(), body_outputs.size());
+                      body_inputs, outputs, body_outputs);
     return std::nullopt;
   }
-  std::set<std::string> top;  // every name of the top-level graph: a body name that is one is renamed
-  for (const Value& v : src.values()) top.insert(v.name);
-  for (const Node& n : src.nodes()) top.insert(n.name);
-  std::unordered_map<ValueId, size_t> output_slot;
-  for (size_t k = 0; k < body_outputs.size(); ++k) {
-    if (!output_slot.emplace(body_outputs[k], k).second) {
-      why = fmt::format("the body of {} returns {} twice", r.name, body.value(body_outputs[k]).name);
-      return std::nullopt;
-    }
-    if (body.value(body_outputs[k]).producer == kGraphInput) {
-      why = fmt::format("the body of {} returns its input {}", r.name, body.value(body_outputs[k]).name);
-      return std::nullopt;
-    }
-  }
+  return operands;
+}
+
+/// The body of one region copied into the top-level graph in the region node's place: its nodes renamed where a
+/// top-level name is taken, its returned values named as the region's outputs, each node tagged with the region.
+struct BodyInliner {
+  const Graph& src;
+  const Node& r;
+  const Graph& body;
+  std::string tag;                  ///< the region's autocast policy, as kAutocastMetadata holds it
+  std::vector<ValueId> outputs;     ///< the region node's outputs
+  std::unordered_map<ValueId, size_t> output_slot;  ///< body output -> its index among the region's outputs
+  std::set<std::string> top;        ///< every name of the top-level graph: a body name that is one is renamed
   std::set<std::string> assigned;
-  auto body_name = [&](const std::string& name) -> std::optional<std::string> {
+  Map body_map;
+
+  BodyInliner(const Graph& src, const Node& r, const Graph& body, std::string tag)
+      : src(src), r(r), body(body), tag(std::move(tag)), outputs(r.output_values()) {
+    for (const Value& v : src.values()) top.insert(v.name);
+    for (const Node& n : src.nodes()) top.insert(n.name);
+  }
+
+  /// Each value the body returns once, and none of them its input; false (and `why`) otherwise.
+  bool index_outputs(std::string& why) {
+    const std::vector<ValueId> body_outputs = body.output_values();
+    for (size_t k = 0; k < body_outputs.size(); ++k) {
+      if (!output_slot.emplace(body_outputs[k], k).second) {
+        why = fmt::format("the body of {} returns {} twice", r.name, body.value(body_outputs[k]).name);
+        return false;
+      }
+      if (body.value(body_outputs[k]).producer == kGraphInput) {
+        why = fmt::format("the body of {} returns its input {}", r.name, body.value(body_outputs[k]).name);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::optional<std::string> body_name(const std::string& name) {
     std::string n = inlined_name(name, r.name, top.count(name) > 0);
     if ((n != name && top.count(n)) || !assigned.insert(n).second) return std::nullopt;
     return n;
-  };
-
-  ExportedGraph out = ir;  // specs (remapped below), constraints and versions as exported
-  out.graph = Graph();
-  Graph& g = out.graph;
-  Map top_map, body_map;
-  for (const Argument& a : src.inputs()) {
-    for (ValueId v : a.values())
-      if (!top_map.count(v)) top_map[v] = copy_value(g, src.value(v), src.value(v).name);
-    g.add_input(remap(a, top_map));
   }
-  const std::string tag = fmt::format("{},{},{},{}", autocast->device_type, autocast->dtype, autocast->enabled ? 1 : 0,
-                                      autocast->cache_enabled ? 1 : 0);
-  for (const Node& n : src.nodes()) {
-    if (n.id != region) {
-      Node copy = n;
-      for (NamedArgument& in : copy.inputs) in.arg = remap(in.arg, top_map);
-      for (ValueId v : n.output_values()) top_map[v] = copy_value(g, src.value(v), src.value(v).name);
-      for (Argument& o : copy.outputs) o = remap(o, top_map);
-      g.add_node(std::move(copy));
-      continue;
-    }
+
+  /// The body's nodes added to `g`, fed `operands` (top-level values through `top_map`); the region's outputs enter
+  /// `top_map`. False (and `why`) when a name cannot be given.
+  bool add_to(Graph& g, Map& top_map, const std::vector<ValueId>& operands, std::string& why) {
+    const std::vector<ValueId> body_inputs = body.input_values();
     for (size_t j = 0; j < body_inputs.size(); ++j) body_map[body_inputs[j]] = top_map.at(operands[j]);
     for (const Node& b : body.nodes()) {
       Node copy = b;
       std::optional<std::string> name = body_name(b.name);
       if (!name) {
         why = fmt::format("the body node {} of {} cannot be renamed: its name is taken", b.name, r.name);
-        return std::nullopt;
+        return false;
       }
       copy.name = *name;
       for (NamedArgument& in : copy.inputs) in.arg = remap(in.arg, body_map);
@@ -147,7 +147,7 @@ std::optional<ExportedGraph> inline_autocast_region(const ExportedGraph& ir, Nod
                                       : (body.value(v).name == b.name ? std::optional<std::string>(copy.name) : body_name(body.value(v).name));
         if (!value_name) {
           why = fmt::format("the body value {} of {} cannot be renamed: its name is taken", body.value(v).name, r.name);
-          return std::nullopt;
+          return false;
         }
         body_map[v] = copy_value(g, body.value(v), *value_name);
         if (slot != output_slot.end()) top_map[outputs[slot->second]] = body_map[v];
@@ -161,6 +161,47 @@ std::optional<ExportedGraph> inline_autocast_region(const ExportedGraph& ir, Nod
       copy.metadata[kBodyValuesMetadata] = body_values;
       g.add_node(std::move(copy));
     }
+    return true;
+  }
+};
+
+}  // namespace
+
+std::optional<ExportedGraph> inline_autocast_region(const ExportedGraph& ir, NodeId region, std::string& why) {
+  const Graph& src = ir.graph;
+  if (region < 0 || static_cast<size_t>(region) >= src.nodes().size()) {
+    why = "no such node";
+    return std::nullopt;
+  }
+  const Node& r = src.node(region);
+  std::optional<AutocastRegion> autocast = autocast_region(r, why);
+  if (!autocast) return std::nullopt;
+  const Graph& body = *r.inputs[4].arg.as<Subgraph>().graph;
+  const std::optional<std::vector<ValueId>> operands = region_operands(r, body, why);
+  if (!operands) return std::nullopt;
+  BodyInliner inliner(src, r, body, fmt::format("{},{},{},{}", autocast->device_type, autocast->dtype, autocast->enabled ? 1 : 0,
+                                                autocast->cache_enabled ? 1 : 0));
+  if (!inliner.index_outputs(why)) return std::nullopt;
+
+  ExportedGraph out = ir;  // specs (remapped below), constraints and versions as exported
+  out.graph = Graph();
+  Graph& g = out.graph;
+  Map top_map;
+  for (const Argument& a : src.inputs()) {
+    for (ValueId v : a.values())
+      if (!top_map.count(v)) top_map[v] = copy_value(g, src.value(v), src.value(v).name);
+    g.add_input(remap(a, top_map));
+  }
+  for (const Node& n : src.nodes()) {
+    if (n.id == region) {
+      if (!inliner.add_to(g, top_map, *operands, why)) return std::nullopt;
+      continue;
+    }
+    Node copy = n;
+    for (NamedArgument& in : copy.inputs) in.arg = remap(in.arg, top_map);
+    for (ValueId v : n.output_values()) top_map[v] = copy_value(g, src.value(v), src.value(v).name);
+    for (Argument& o : copy.outputs) o = remap(o, top_map);
+    g.add_node(std::move(copy));
   }
   for (const Argument& a : src.outputs()) g.add_output(remap(a, top_map));
   for (InputSpec& s : out.input_specs) s.arg = remap(s.arg, top_map);
