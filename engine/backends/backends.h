@@ -26,7 +26,7 @@ std::unique_ptr<WorkerBackend> make_inductor_worker(const Program& program, cons
 /// "aoti": the archive's regions compiled by AOTInductor in the worker (the kernel map included).
 std::unique_ptr<Backend> make_aoti_compiler_backend(const Program& program, const BackendOptions& options);
 /// The shipped worker launcher (inductor_worker.py in the source tree, or installed); empty when neither is there.
-/// It also starts worker servers (engine/backends/worker_server.h).
+/// It also starts worker servers (engine/worker/worker_server.h).
 std::string stock_worker_launcher();
 std::unique_ptr<Backend> make_external_backend(const std::string& command, const Program& program, const BackendOptions& options);
 std::unique_ptr<Backend> make_aoti_backend(const std::string& package, const Program& program, const BackendOptions& options);

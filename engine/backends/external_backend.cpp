@@ -7,8 +7,8 @@
 #include <unistd.h>
 #include <utility>
 
-#include "engine/backends/worker_backend.h"
-#include "engine/backends/worker_server.h"
+#include "engine/worker/worker_backend.h"
+#include "engine/worker/worker_server.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {

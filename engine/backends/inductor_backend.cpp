@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "engine/backends/backends.h"
-#include "engine/backends/worker_backend.h"
+#include "engine/worker/worker_backend.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {

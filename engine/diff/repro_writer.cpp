@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "engine/backends/backends.h"
-#include "engine/backends/worker_backend.h"
+#include "engine/worker/worker_backend.h"
 #include "pt2diff/backend_spec.h"
 #include "pt2diff/error.h"
 

@@ -2,7 +2,7 @@
 
 A worker's start is mostly its imports: 3.4-3.7 s of CPU to its `hello` on the 2-core machine, where the
 test suite starts hundreds of workers and a sweep or a batch starts one per case. With
-PT2DIFF_WORKER_SERVER=1 the engine (engine/backends/worker_server.cpp) asks a server instead of starting
+PT2DIFF_WORKER_SERVER=1 the engine (engine/worker/worker_server.cpp) asks a server instead of starting
 Python: the server forks, and the child becomes the worker the engine asked for (`python SCRIPT ARGS...`
 run with runpy, in the engine's environment, working directory and memory limit, on the engine's sockets)
 in milliseconds. docs/worker-protocol.md, "The worker server".

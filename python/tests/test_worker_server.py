@@ -2,7 +2,7 @@
 forks a small script as the engine's worker would be forked, in the request's environment, directory,
 descriptors and memory limit; a script that changes the environment before the worker starts is run afresh;
 it reports the exit status, kills the worker when its engine goes away, answers `stale` when a watched file changes, refuses
-a malformed request, and ends when idle. The engine's side: tests/engine/backends/worker_server_test.cpp.
+a malformed request, and ends when idle. The engine's side: tests/engine/worker/worker_server_test.cpp.
 
     python -m unittest python/tests/test_worker_server.py -v
 """

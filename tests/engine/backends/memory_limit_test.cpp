@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "engine/backends/worker_process.h"
+#include "engine/worker/worker_process.h"
 #include "engine/cli/command.h"
 #include "graphs/memory_estimate.h"
 

@@ -1,6 +1,6 @@
-// engine/backends/worker_backend.cpp — the engine's side of the worker protocol: start, hello, load,
+// engine/worker/worker_backend.cpp — the engine's side of the worker protocol: start, hello, load,
 // compile, run, shutdown; tensors through torch.save files in a private directory; every failure typed.
-#include "engine/backends/worker_backend.h"
+#include "engine/worker/worker_backend.h"
 
 #include <sys/resource.h>
 
@@ -17,8 +17,8 @@
 #include <regex>
 #include <set>
 
-#include "engine/backends/worker_process.h"
-#include "engine/backends/worker_server.h"
+#include "engine/worker/worker_process.h"
+#include "engine/worker/worker_server.h"
 #include "engine/execution/op_catalog.h"
 #include "engine/inspect/autocast_json.h"
 #include "graphs/archive.h"

@@ -1,4 +1,4 @@
-// engine/backends/worker_backend.h — a backend whose compiler lives in another process that speaks
+// engine/worker/worker_backend.h — a backend whose compiler lives in another process that speaks
 // docs/worker-protocol.md: the Inductor worker, or any external:COMMAND.
 #pragma once
 

@@ -1,4 +1,4 @@
-// engine/backends/worker_process.h — a child process spoken to in lines, with deadlines: the transport
+// engine/worker/worker_process.h — a child process spoken to in lines, with deadlines: the transport
 // under the worker protocol. A child that crashes or hangs never takes the engine with it.
 #pragma once
 
@@ -21,7 +21,7 @@ class WorkerProcess {
   /// this process's environment in the child's. `nice` > 0: the child's CPU niceness (inherited by what it starts).
   WorkerProcess(const std::vector<std::string>& argv, const std::string& stderr_path, int64_t memory_limit = 0,
                 const std::vector<std::string>& environment = {}, int nice = 0);
-  /// A worker another process started for us (a worker server, engine/backends/worker_server.h): `pid` leads
+  /// A worker another process started for us (a worker server, engine/worker/worker_server.h): `pid` leads
   /// its own process group; `to_child`/`from_child` are our ends of its stdin and stdout; the server writes
   /// "exit STATUS" on `control` when it has reaped the worker. Takes ownership of the three descriptors.
   static std::unique_ptr<WorkerProcess> adopt(pid_t pid, int to_child, int from_child, int control);

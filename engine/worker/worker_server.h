@@ -1,4 +1,4 @@
-// engine/backends/worker_server.h — workers forked by a Python that has imported torch and Inductor once
+// engine/worker/worker_server.h — workers forked by a Python that has imported torch and Inductor once
 // (python/pt2diff_worker/server.py), instead of a new Python per worker. Opt-in: PT2DIFF_WORKER_SERVER=1.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/backends/worker_process.h"
+#include "engine/worker/worker_process.h"
 
 namespace pt2diff {
 

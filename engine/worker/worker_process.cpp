@@ -1,6 +1,6 @@
-// engine/backends/worker_process.cpp — fork/exec over Unix socket pairs. Sockets rather than pipes so
+// engine/worker/worker_process.cpp — fork/exec over Unix socket pairs. Sockets rather than pipes so
 // that a write to a dead worker fails with EPIPE (MSG_NOSIGNAL) instead of killing us with SIGPIPE.
-#include "engine/backends/worker_process.h"
+#include "engine/worker/worker_process.h"
 
 #include <cerrno>
 #include <chrono>

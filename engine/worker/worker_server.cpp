@@ -1,6 +1,6 @@
-// engine/backends/worker_server.cpp — the engine's side of the worker server (python/pt2diff_worker/server.py):
+// engine/worker/worker_server.cpp — the engine's side of the worker server (python/pt2diff_worker/server.py):
 // find or start the server for this worker's key, hand it the worker's sockets, adopt the worker it forks.
-#include "engine/backends/worker_server.h"
+#include "engine/worker/worker_server.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,5 +1,5 @@
-// tests/engine/backends/worker_server_test.cpp — workers forked by the worker server (PT2DIFF_WORKER_SERVER=1,
-// engine/backends/worker_server.cpp): the transport the engine gets is the one it would start itself (lines in
+// tests/engine/worker/worker_server_test.cpp — workers forked by the worker server (PT2DIFF_WORKER_SERVER=1,
+// engine/worker/worker_server.cpp): the transport the engine gets is the one it would start itself (lines in
 // and out, the exit status, a kill of the process group), another environment gets another server, what is
 // not a Python script is started as before, and a diff gives the same report served or not.
 // The server's side alone: python/tests/test_worker_server.py.
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "../../test_support.h"
-#include "engine/backends/worker_server.h"
+#include "engine/worker/worker_server.h"
 
 namespace pt2diff {
 namespace {
