@@ -20,7 +20,12 @@ namespace {
 std::string saved_outputs(const DiffResult& r) {
   auto run = [&](auto member) {
     std::vector<c10::IValue> values;
-    for (const OutputValues& o : r.values->outputs) values.push_back((o.*member).defined() ? c10::IValue(o.*member) : c10::IValue());
+    for (size_t i = 0; i < r.values->outputs.size(); ++i) {
+      const OutputValues& o = r.values->outputs[i];
+      // The graph's own outputs: a written input after the graph (OutputVerdict::value) is the program's input.
+      if (i < r.outputs.size() && !r.outputs[i].value.empty() && r.outputs[i].value != r.outputs[i].name) continue;
+      values.push_back((o.*member).defined() ? c10::IValue(o.*member) : c10::IValue());
+    }
     return c10::IValue(c10::ivalue::Tuple::create(std::move(values)));
   };
   return to_torch_save(c10::ivalue::Tuple::create(
@@ -36,7 +41,8 @@ class DiffCommand final : public Command {
     app.add_option("--json", json_path_, "also write the report as JSON to this file (docs/report.schema.json)");
     app.add_option("--html", html_path_, "also write the report as one self-contained HTML page (plots, the culprit's graph) to this file");
     app.add_option("--save-outputs", outputs_path_,
-                   "write the graph outputs of the compiled, eager and fp64 runs to this torch.save file");
+                   "write the graph outputs of the compiled, eager and fp64 runs to this torch.save file (the inputs a graph "
+                   "writes in place, judged after the graph, are in --json and Python's output_values())");
   }
 
   int run() override {

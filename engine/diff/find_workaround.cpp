@@ -162,6 +162,28 @@ std::string found_summary(const Graph& g, const Workaround& w, size_t set_size, 
                      outcome, cost, w.minimal || from_nodes ? "" : ", the budget ran out");
 }
 
+/// Where the search starts, as positions among the candidates (every node, in graph order): the nodes the node
+/// verdict names when it is the reason (`from_nodes`), else what the search already named: the culprit, else the
+/// first failing kernel's node.
+std::vector<size_t> starting_nodes(const Graph& g, const DiffResult& r, bool from_nodes) {
+  std::vector<size_t> out;
+  auto add = [&](const std::string& name) {
+    for (const Node& n : g.nodes())
+      if (n.name == name) out.push_back(static_cast<size_t>(n.id));
+  };
+  if (from_nodes) {
+    for (const NodeFinding& f : r.node_verdict.findings) {
+      add(f.node);
+      for (const std::string& other : f.also) add(other);
+    }
+  } else if (r.localization && r.localization->culprit.named()) {
+    for (const std::string& name : r.localization->culprit.nodes) add(name);
+  } else if (!r.kernels.first_failing_node.empty()) {
+    add(r.kernels.first_failing_node);
+  }
+  return out;
+}
+
 }  // namespace
 
 void find_workaround(RunState& s) {
@@ -194,16 +216,7 @@ void find_workaround(RunState& s) {
   }
   std::vector<NodeId> candidates;
   for (const Node& n : g.nodes()) candidates.push_back(n.id);
-  // Start from what the search already named: the culprit, else the first failing kernel's node.
-  std::vector<size_t> culprit;
-  auto add = [&](const std::string& name) {
-    for (const Node& n : g.nodes())
-      if (n.name == name) culprit.push_back(static_cast<size_t>(n.id));
-  };
-  if (r.localization && r.localization->culprit.named())
-    for (const std::string& name : r.localization->culprit.nodes) add(name);
-  else if (!r.kernels.first_failing_node.empty())
-    add(r.kernels.first_failing_node);
+  const std::vector<size_t> culprit = starting_nodes(g, r, from_nodes);
 
   WholeGraphOracle oracle([&](const std::vector<NodeId>& eager) { return run_with_eager_nodes(s, eager, suspicious_fails, "workaround"); },
                           candidates);
@@ -211,11 +224,6 @@ void find_workaround(RunState& s) {
   try {
     std::vector<NodeId> set;
     if (from_nodes) {
-      culprit.clear();
-      for (const NodeFinding& f : nv.findings) {
-        add(f.node);
-        for (const std::string& other : f.also) add(other);
-      }
       for (size_t p : culprit) set.push_back(candidates[p]);
       std::sort(set.begin(), set.end());
       w.conclusion = Workaround::Conclusion::Found;

@@ -55,6 +55,37 @@ std::string human_bytes(int64_t b) {
   return fmt::format("{:.2f} GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024));
 }
 
+/// The program's signature into `r`: weights counted by kind, each user and constant input, each output and its role.
+void signature(const Program& p, InspectReport& r) {
+  const Graph& g = p.ir.graph;
+  for (size_t i = 0; i < p.ir.input_specs.size(); ++i) {
+    const InputSpec& s = p.ir.input_specs[i];
+    switch (s.kind) {
+      case InputSpec::Kind::Parameter: ++r.parameters; break;
+      case InputSpec::Kind::Buffer: ++r.buffers; break;
+      case InputSpec::Kind::TensorConstant: ++r.constants; break;
+      case InputSpec::Kind::CustomObj: ++r.custom_objects; break;
+      case InputSpec::Kind::UserInput: {
+        auto values = s.arg.values();
+        std::string name = values.empty() ? fmt::format("input #{}", i) : g.value(values.front()).name;
+        r.inputs.push_back({name, "user_input", value_type(g, s.arg), value_device(g, s.arg)});
+        break;
+      }
+      case InputSpec::Kind::ConstantInput:
+        r.inputs.push_back({s.target, "constant_input", fmt::format("specialized to {}", constant_str(s.constant)), ""});
+        break;
+      case InputSpec::Kind::Token: break;
+    }
+  }
+  for (const OutputSpec& s : p.ir.output_specs) {
+    auto values = s.arg.values();
+    std::string name = values.empty() ? argument_text(g, s.arg) : g.value(values.front()).name;
+    std::string role(output_kind_name(s.kind));
+    if (!s.target.empty()) role += " of " + s.target;
+    r.outputs.push_back({name, role, value_type(g, s.arg), value_device(g, s.arg)});
+  }
+}
+
 }  // namespace
 
 InspectReport inspect(const Program& p, const std::optional<UserInputs>& inputs) {
@@ -88,32 +119,7 @@ InspectReport inspect(const Program& p, const std::optional<UserInputs>& inputs)
       for (InlinedRegion& region : inlined_regions(inlined->graph)) r.inlined.push_back(std::move(region));
   }
 
-  for (size_t i = 0; i < p.ir.input_specs.size(); ++i) {
-    const InputSpec& s = p.ir.input_specs[i];
-    switch (s.kind) {
-      case InputSpec::Kind::Parameter: ++r.parameters; break;
-      case InputSpec::Kind::Buffer: ++r.buffers; break;
-      case InputSpec::Kind::TensorConstant: ++r.constants; break;
-      case InputSpec::Kind::CustomObj: ++r.custom_objects; break;
-      case InputSpec::Kind::UserInput: {
-        auto values = s.arg.values();
-        std::string name = values.empty() ? fmt::format("input #{}", i) : g.value(values.front()).name;
-        r.inputs.push_back({name, "user_input", value_type(g, s.arg), value_device(g, s.arg)});
-        break;
-      }
-      case InputSpec::Kind::ConstantInput:
-        r.inputs.push_back({s.target, "constant_input", fmt::format("specialized to {}", constant_str(s.constant)), ""});
-        break;
-      case InputSpec::Kind::Token: break;
-    }
-  }
-  for (const OutputSpec& s : p.ir.output_specs) {
-    auto values = s.arg.values();
-    std::string name = values.empty() ? argument_text(g, s.arg) : g.value(values.front()).name;
-    std::string role(output_kind_name(s.kind));
-    if (!s.target.empty()) role += " of " + s.target;
-    r.outputs.push_back({name, role, value_type(g, s.arg), value_device(g, s.arg)});
-  }
+  signature(p, r);
   r.weight_bytes = p.weight_bytes();
   for (const auto& [sym, rc] : p.ir.range_constraints)
     r.dynamic_dims[sym] = fmt::format("[{}, {}]", rc.min ? std::to_string(*rc.min) : "-inf", rc.max ? std::to_string(*rc.max) : "inf");

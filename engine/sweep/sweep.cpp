@@ -110,6 +110,42 @@ std::vector<double> parse_tolerances(const std::string& spec) {
   return tols;
 }
 
+namespace {
+
+/// One point of the sweep: every output and every node value of the run judged with `rule` (at `tol`, `multiplier`),
+/// each from its measurements (`outputs_measured` by output; `locals_measured` in the order the nodes' values come).
+SweepPoint judge_point(const SweepResult& s, const ToleranceRule& rule, double tol, double multiplier,
+                       const std::vector<Measured>& outputs_measured, const std::vector<Measured>& locals_measured) {
+  SweepPoint p;
+  p.tol = tol;
+  p.multiplier = multiplier;
+  for (size_t i = 0; i < s.run.outputs.size(); ++i) {
+    p.outputs.push_back(judge_output(s.run.outputs[i], s.run.values->outputs[i], rule, outputs_measured[i]));
+    if (!p.outputs.back().pass) ++p.failing_outputs;
+    if (p.outputs.back().level == Level::Suspicious) ++p.suspicious_outputs;
+  }
+  size_t next_local = 0;
+  for (const NodeError& n : s.run.nodes) {
+    bool local_fails = false, propagated_fails = false;
+    for (const ValueError& v : n.values) {
+      const NodeValues* kept = s.run.values->node(v.name);
+      if (!v.compared || !kept || !kept->fp64.defined()) continue;
+      if (kept->compiled_local.defined() &&
+          !judge_with(kept->compiled_local, kept->local, kept->fp64, rule, locals_measured[next_local++]).pass)
+        local_fails = true;
+      if (kept->eager.is_floating_point() &&
+          !at::allclose(kept->eager.to(kept->fp64.device(), at::kDouble), kept->fp64.to(at::kDouble), tol, tol, /*equal_nan=*/true))
+        propagated_fails = true;
+    }
+    if (local_fails && p.first_diverging.empty()) p.first_diverging = n.name;
+    p.local_failures += local_fails;
+    p.propagated_failures += propagated_fails;
+  }
+  return p;
+}
+
+}  // namespace
+
 SweepResult sweep(const Program& program, const BoundInputs& inputs, const SweepOptions& options) {
   if (options.tols.empty()) throw Error(Error::Kind::Usage, "a sweep needs at least one tolerance (--tol LO:HI:N or A,B,C)");
   if (!rule_kind(options.diff.rule.kind).uses_tol)
@@ -143,33 +179,7 @@ SweepResult sweep(const Program& program, const BoundInputs& inputs, const Sweep
     }
   for (double multiplier : s.multipliers)
     for (double tol : options.tols) {
-      const ToleranceRule rule = rule_at(options.diff.rule, tol, multiplier);
-      SweepPoint p;
-      p.tol = tol;
-      p.multiplier = multiplier;
-      for (size_t i = 0; i < s.run.outputs.size(); ++i) {
-        p.outputs.push_back(judge_output(s.run.outputs[i], s.run.values->outputs[i], rule, outputs_measured[i]));
-        if (!p.outputs.back().pass) ++p.failing_outputs;
-        if (p.outputs.back().level == Level::Suspicious) ++p.suspicious_outputs;
-      }
-      size_t next_local = 0;
-      for (const NodeError& n : s.run.nodes) {
-        bool local_fails = false, propagated_fails = false;
-        for (const ValueError& v : n.values) {
-          const NodeValues* kept = s.run.values->node(v.name);
-          if (!v.compared || !kept || !kept->fp64.defined()) continue;
-          if (kept->compiled_local.defined() &&
-              !judge_with(kept->compiled_local, kept->local, kept->fp64, rule, locals_measured[next_local++]).pass)
-            local_fails = true;
-          if (kept->eager.is_floating_point() &&
-              !at::allclose(kept->eager.to(kept->fp64.device(), at::kDouble), kept->fp64.to(at::kDouble), tol, tol, /*equal_nan=*/true))
-            propagated_fails = true;
-        }
-        if (local_fails && p.first_diverging.empty()) p.first_diverging = n.name;
-        p.local_failures += local_fails;
-        p.propagated_failures += propagated_fails;
-      }
-      s.points.push_back(std::move(p));
+      s.points.push_back(judge_point(s, rule_at(options.diff.rule, tol, multiplier), tol, multiplier, outputs_measured, locals_measured));
     }
   for (size_t i = 0; i < s.run.outputs.size(); ++i) {
     std::vector<std::optional<double>> per_multiplier;
