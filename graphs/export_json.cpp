@@ -312,6 +312,14 @@ class GraphBuilder {
     return out;
   }
 
+  /// The forward node a training step's backward node is the gradient of: "backward_of" in the node's custom
+  /// metadata (a JSON object pt2diff_capture writes), "" when absent or not a string.
+  static std::string backward_of(const std::string& custom) {
+    json j = json::parse(custom, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("backward_of") || !j["backward_of"].is_string()) return {};
+    return j["backward_of"].get<std::string>();
+  }
+
   Node node(const ex::Node& n) {
     Node out;
     out.name = n.get_name().value_or("");
@@ -326,6 +334,7 @@ class GraphBuilder {
       else if (key == "nn_module_stack") out.source.nn_module_stack = parse_module_stack(text);
       else if (key == "torch_fn") out.source.torch_fn = text;
       else out.metadata.emplace(key, text);
+      if (key == "custom") out.source.backward_of = backward_of(text);
     }
     out.is_hop_single_tensor_return = n.get_is_hop_single_tensor_return().value_or(false);
     return out;

@@ -347,6 +347,12 @@ std::string SourceInfo::user_frame() const {
   return chosen->second.empty() ? loc : loc + ": " + chosen->second;
 }
 
+std::string SourceInfo::origin() const {
+  std::string frame = user_frame();
+  if (backward_of.empty()) return frame;
+  return frame.empty() ? "gradient of " + backward_of : fmt::format("gradient of {} at {}", backward_of, frame);
+}
+
 std::string SourceInfo::module_path() const {
   return nn_module_stack.empty() ? std::string() : nn_module_stack.back().path;
 }

@@ -23,7 +23,7 @@ std::string saved_outputs(const DiffResult& r) {
     for (size_t i = 0; i < r.values->outputs.size(); ++i) {
       const OutputValues& o = r.values->outputs[i];
       // The graph's own outputs: a written input after the graph (OutputVerdict::value) is the program's input.
-      if (i < r.outputs.size() && !r.outputs[i].value.empty() && r.outputs[i].value != r.outputs[i].name) continue;
+      if (i < r.outputs.size() && r.outputs[i].written_input) continue;
       values.push_back((o.*member).defined() ? c10::IValue(o.*member) : c10::IValue());
     }
     return c10::IValue(c10::ivalue::Tuple::create(std::move(values)));

@@ -116,7 +116,7 @@ std::vector<EagerNode> eager_nodes(const Graph& g, const std::vector<NodeId>& se
   std::vector<EagerNode> out;
   for (NodeId id : set) {
     const Node& n = g.node(id);
-    EagerNode e{n.name, short_target(n.target), n.source.user_frame(), n.source.module_path(), ""};
+    EagerNode e{n.name, short_target(n.target), n.source.origin(), n.source.module_path(), ""};
     if (!n.source.nn_module_stack.empty()) e.module_type = short_type(n.source.nn_module_stack.back().type);
     out.push_back(std::move(e));
   }

@@ -50,11 +50,16 @@ void judge_outputs(RunState& s) {
     auto values = spec.arg.values();
     ov.name = values.empty() ? fmt::format("output #{}", i) : g.value(values.front()).name;
     ov.value = ov.name;
-    if (i >= s.program.ir.output_specs.size())  // a graph input the graph writes in place: its value after the graph
+    ov.written_input = i >= s.program.ir.output_specs.size();
+    if (ov.written_input)  // a graph input the graph writes in place: its value after the graph
       ov.name = fmt::format("{} '{}' after the graph", spec.kind == OutputSpec::Kind::BufferMutation      ? "buffer"
                                                       : spec.kind == OutputSpec::Kind::ParameterMutation ? "parameter"
                                                                                                          : "input",
                             spec.target);
+    else if (spec.kind == OutputSpec::Kind::GradientToParameter || spec.kind == OutputSpec::Kind::GradientToUserInput)
+      ov.name = spec.target + ".grad";  // a training step's gradient, named by its parameter: fc1.weight.grad
+    else if (spec.kind == OutputSpec::Kind::LossOutput)
+      ov.name = "loss";
     ov.role = std::string(output_kind_name(spec.kind)) + (spec.target.empty() ? "" : " of " + spec.target);
     const c10::IValue& eager = s.runs.native.outputs[i];
     const c10::IValue& fp64 = s.runs.fp64.outputs[i];

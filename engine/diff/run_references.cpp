@@ -112,8 +112,9 @@ NodeError node_error(const Graph& g, const NodeStep& step, bool keep_values, boo
   NodeError ne;
   ne.name = step.node.name;
   ne.target = short_target(step.node.target);
-  ne.source = step.node.source.user_frame();
+  ne.source = step.node.source.origin();
   ne.module_path = step.node.source.module_path();
+  ne.backward_of = step.node.source.backward_of;
   auto outs = step.node.output_values();
   for (size_t i = 0; i < outs.size(); ++i) {
     ne.values.push_back(value_error(g, outs[i], step.native[i], step.fp64[i], step.local[i]));

@@ -85,10 +85,10 @@ class DispatcherKernel : public Kernel {
         mutates_ = true;
         written_.push_back(a.name());
       }
-    // aten::batch_norm and instance_norm in training update their running statistics in place, though their schema
-    // marks no argument written (the training IR keeps them whole).
-    if (name == "aten::batch_norm" || name == "aten::instance_norm") {
-      const char* flag = name == "aten::batch_norm" ? "training" : "use_input_stats";
+    // aten::batch_norm, native_batch_norm (a training step's graph) and instance_norm in training update their running
+    // statistics in place, though their schema marks no argument written (the training IR keeps them whole).
+    if (name == "aten::batch_norm" || name == "aten::native_batch_norm" || name == "aten::instance_norm") {
+      const char* flag = name == "aten::instance_norm" ? "use_input_stats" : "training";
       const NamedArgument* training = node.input(flag);
       if (training && training->arg.kind == Argument::Kind::Bool && training->arg.as<bool>())
         for (const char* stat : {"running_mean", "running_var"})

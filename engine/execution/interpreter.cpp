@@ -38,7 +38,7 @@ struct GraphPlan {
 };
 
 std::string where(const Node& n) {
-  std::string frame = n.source.user_frame();
+  std::string frame = n.source.origin();
   return fmt::format("node '{}' ({}){}", n.name, short_target(n.target), frame.empty() ? "" : " at " + frame);
 }
 

@@ -53,7 +53,7 @@ class CompiledOracle final : public RegionOracle {
       const Node& n = g_.node(id);
       c.nodes.push_back(n.name);
       c.ops.push_back(short_target(n.target));
-      c.sources.push_back(n.source.user_frame());
+      c.sources.push_back(n.source.origin());
       c.module_paths.push_back(n.source.module_path());
     }
   }

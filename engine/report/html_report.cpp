@@ -608,7 +608,7 @@ DagBox node_box(const Graph& g, const DagItem& it, bool is_culprit, const std::s
                                            : fmt::format("ulp: eager {}", ulp(err->local_ulp));
   bool output = false;
   for (ValueId v : n.output_values()) output = output || g.value(v).is_graph_output;
-  b.title = fmt::format("{} = {}\n{}{}{}", n.name, n.target, n.source.user_frame(),
+  b.title = fmt::format("{} = {}\n{}{}{}", n.name, n.target, n.source.origin(),
                         n.source.module_path().empty() ? "" : "\nmodule: " + n.source.module_path(),
                         b.line3.empty() ? "" : "\nlocal error, " + b.line3);
   if (is_culprit) {

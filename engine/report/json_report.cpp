@@ -57,6 +57,7 @@ json nodes_json(const DiffResult& r) {
                      {"compiled_local_relative", n.compiled_local_relative < 0 ? json(nullptr) : number(n.compiled_local_relative)},
                      {"compiled_vs_eager", n.compiled_local_relative < 0 ? json(nullptr) : number(n.compiled_vs_eager)},
                      {"values", values}});
+    if (!n.backward_of.empty()) nodes.back()["backward_of"] = n.backward_of;  // a training step's backward node
   }
   return nodes;
 }
@@ -68,7 +69,7 @@ json outputs_json(const DiffResult& r) {
                {"detail", o.verdict.detail}, {"compiled_to_fp64", metrics(o.compiled_to_fp64)},
                {"eager_to_fp64", metrics(o.eager_to_fp64)}};
     level_json(o.verdict, jo);
-    if (!o.value.empty() && o.value != o.name) jo["value"] = o.value;  // a written graph input: "x" of "input 'x' after the graph"
+    if (o.written_input) jo["value"] = o.value;  // a written graph input: "x" of "input 'x' after the graph"
     outputs.push_back(std::move(jo));
   }
   return outputs;

@@ -281,7 +281,9 @@ static void kernels_block(std::string& out, const DiffResult& r) {
   }
   if (t.inside) {
     line(out, fmt::format("  inside it ({} of at most {} compiles): {}", t.inside->compiles, t.inside->bound, t.inside->summary));
-    if (!t.inside->op.empty() && !t.inside->source.empty()) line(out, fmt::format("    {} is {} at {}", t.inside->op, t.inside->target, t.inside->source));
+    if (!t.inside->op.empty() && !t.inside->source.empty()) line(out, fmt::format("    {} is {}{}{}", t.inside->op, t.inside->target,
+                                                                             t.inside->source.starts_with("gradient of") ? ", the " : " at ",
+                                                                             t.inside->source));
     if (!t.inside->code_file.empty()) line(out, "    its generated code: " + t.inside->code_file);
   }
   if (t.nonfinite_origin)

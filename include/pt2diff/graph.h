@@ -190,8 +190,14 @@ struct SourceInfo {
   std::string stack_trace;                  ///< as recorded at export
   std::vector<ModuleFrame> nn_module_stack; ///< outermost first
   std::string torch_fn;
+  /// In a training step's graph (docs/training.md), a backward node: the forward node it is the gradient of
+  /// (pt2diff_capture records it in the node's `custom` metadata; its stack trace is that node's). Else empty.
+  std::string backward_of;
   /// The innermost frame that is not inside torch itself: `file.py:39 in forward: <code>`; empty if unknown.
   std::string user_frame() const;
+  /// Where the node comes from, as reports say it: user_frame(), and for a backward node
+  /// "gradient of NODE at FRAME" (or "gradient of NODE" without a frame).
+  std::string origin() const;
   /// Innermost module path, "" for the root module.
   std::string module_path() const;
 };

@@ -42,6 +42,8 @@ struct NodeError {
   std::string target;       ///< "aten.mm.default"
   std::string source;       ///< user frame: "model.py:39 in forward: h = self.lin(x)"
   std::string module_path;  ///< "encoder.layers.0.attn"
+  /// In a training step's graph, a backward node: the forward node it is the gradient of (docs/training.md).
+  std::string backward_of;
   std::vector<ValueError> values;
   /// The node's worst local error in ULPs of its working precision (the coarsest floating dtype
   /// among its inputs and outputs): what the ranking uses.
@@ -136,8 +138,11 @@ struct OutputVerdict {
   std::string name;  ///< verdict.level: pass, suspicious, fail; verdict.blind_spot: a rule blind to 1% here
   std::string role;      ///< "user_output", "buffer_mutation of running_mean", ...
   /// The graph value judged: `name`, except for a graph input the graph writes in place, named "input 'x' after
-  /// the graph" (role user_input_mutation, buffer_mutation or parameter_mutation of it), whose value is "x".
+  /// the graph" (role user_input_mutation, buffer_mutation or parameter_mutation of it), whose value is "x", and a
+  /// training step's loss and gradients, named "loss" and "fc1.weight.grad" (docs/training.md).
   std::string value;
+  /// A graph input the graph writes in place, judged after the graph: not one of the program's own outputs.
+  bool written_input = false;
   Verdict verdict;       ///< compiled vs eager, fp64 as referee ("no_compiled_value" when the compiler failed)
   Metrics compiled_to_fp64;
   Metrics eager_to_fp64;

@@ -39,7 +39,7 @@ from ._pt2diff import (BadArchiveError, BadInputsError, Error, InternalError, Pr
                        UsageError)
 from ._results import DiffResult, Explanation, OutputValues, Record, SweepResult
 
-__all__ = ["load", "diff", "explain", "sweep", "cli_flags", "Program", "DiffResult", "SweepResult", "Explanation",
+__all__ = ["load", "diff", "diff_training_step", "explain", "sweep", "cli_flags", "Program", "DiffResult", "SweepResult", "Explanation",
            "Record", "OutputValues", "Error", "UsageError", "BadArchiveError", "BadInputsError", "UnsupportedError",
            "InternalError"]
 
@@ -199,6 +199,26 @@ def diff(program, inputs=None, **options) -> DiffResult:
     o["device"] = _run_device(program, inputs, o["device"])
     p = _program(program, inputs)
     return DiffResult(_pt2diff.diff(p, inputs, o))
+
+
+def diff_training_step(model, inputs, loss_fn=None, *, targets=(), **options) -> DiffResult:
+    """One training step of ``model`` diffed as one graph: forward, loss and backward (docs/training.md).
+
+    The loss is ``loss_fn(model(*inputs), *targets)`` (the model's output itself when ``loss_fn`` is None); the
+    step's outputs are the loss and every parameter's gradient (``fc1.weight.grad``), each judged against fp64,
+    and batch norm's running statistics are judged after the step. ``result.culprit_phase`` says whether the
+    divergence starts in the forward or the backward; a backward node's ``source`` reads "gradient of NODE at
+    model.py:41 ...". The model runs in the mode it is in (``model.train()`` first). Options: as :func:`diff`.
+    The model's weights and buffers are left as they are.
+    """
+    try:
+        from pt2diff_capture.training import training_program
+    except ImportError as e:
+        raise UnsupportedError("pt2diff.diff_training_step needs pt2diff_capture (the source tree's python/, which "
+                               "scripts/setup.sh installs): put that directory on PYTHONPATH") from e
+    args, kwargs = _split(inputs)
+    program, leaves, _ = training_program(model, args, loss_fn, targets, kwargs)
+    return diff(program, tuple(leaves), **options)
 
 
 def explain(program, inputs=None, *, node: str, to: str | None = None, **options) -> Explanation:

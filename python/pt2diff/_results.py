@@ -168,6 +168,17 @@ class DiffResult(Record):
         return self.localization.culprit if self.localization is not None else None
 
     @property
+    def culprit_phase(self) -> str | None:
+        """In a training step's report (docs/training.md): "backward" when the culprit's first node is a backward
+        node (its ``backward_of`` names the forward node it is the gradient of), "forward" when not; None without
+        a culprit."""
+        c = self.culprit
+        if c is None or not c.get("nodes"):
+            return None
+        node = next((n for n in self.nodes if n["name"] == c["nodes"][0]), None)
+        return "backward" if node is not None and node.get("backward_of") else "forward"
+
+    @property
     def hints(self) -> list:
         """Why the culprit diverges (``localization.hints``): kind, finding, summary, suggestion, evidence, notes."""
         return self.localization.hints if self.localization is not None else []

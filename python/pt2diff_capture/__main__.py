@@ -1,4 +1,5 @@
-"""python -m pt2diff_capture from-repro REPRO.py --out DIR | export --module MOD:FACTORY --out NAME | list DIR"""
+"""python -m pt2diff_capture from-repro REPRO.py --out DIR | export --module MOD:FACTORY --out NAME
+                        | train --module MOD:FACTORY --out NAME | list DIR"""
 import argparse
 import importlib
 import json
@@ -38,23 +39,40 @@ def from_repro_cmd(a):
     print(f"run: {c.command}")
 
 
-def export_cmd(a):
-    from .export import export_module
-    module_name, _, factory_name = a.module.partition(":")
+def _made(spec, shapes):
+    """What the factory MODULE:FACTORY returns, checked to be a tuple of one of `shapes` (its lengths)."""
+    module_name, _, factory_name = spec.partition(":")
     if not factory_name:
-        raise CaptureError(f"--module {a.module}: expected MODULE:FACTORY (e.g. mymodels.bert:make)")
+        raise CaptureError(f"--module {spec}: expected MODULE:FACTORY (e.g. mymodels.bert:make)")
     sys.path.insert(0, os.getcwd())
     try:
         factory = getattr(importlib.import_module(module_name), factory_name)
         made = factory()
     except Exception as e:  # noqa: BLE001 - the user's code: say what failed, in one line
-        raise CaptureError(f"--module {a.module}: {one_line(e)}") from e
-    if not (isinstance(made, tuple) and len(made) in (2, 3)):
-        raise CaptureError(f"--module {a.module}: the factory must return (module, args) or (module, args, kwargs)")
-    e = export_module(*made, out=a.out, core_aten=a.core_aten)
+        raise CaptureError(f"--module {spec}: {one_line(e)}") from e
+    if not (isinstance(made, tuple) and len(made) in shapes):
+        raise CaptureError(f"--module {spec}: the factory must return {' or '.join(shapes.values())}")
+    return made
+
+
+def _wrote(e):
     n = len(e.input_specs)
     print(f"wrote {e.archive} ({e.ops} ops) and {e.inputs} ({n} input{'s' if n != 1 else ''})")
     print(f"run: {e.command}")
+
+
+def export_cmd(a):
+    from .export import export_module
+    made = _made(a.module, {2: "(module, args)", 3: "(module, args, kwargs)"})
+    _wrote(export_module(*made, out=a.out, core_aten=a.core_aten))
+
+
+def train_cmd(a):
+    from .training import export_training_step
+    made = _made(a.module, {3: "(module, args, loss_fn)", 4: "(module, args, loss_fn, targets)"})
+    module, args, loss_fn, targets = (*made, ())[:4]
+    module.train()
+    _wrote(export_training_step(module, args, loss_fn, targets=targets, out=a.out))
 
 
 def list_cmd(a):
@@ -90,6 +108,11 @@ def main(argv=None):
     e.add_argument("--out", default="model", help="writes OUT.pt2 and OUT_inputs.pt (default: model)")
     e.add_argument("--core-aten", action="store_true", help="save after run_decompositions()")
     e.set_defaults(run=export_cmd)
+    t = sub.add_parser("train", help="one training step (forward, loss, backward) of a module a factory makes")
+    t.add_argument("--module", required=True,
+                   help="MODULE:FACTORY; FACTORY() returns (module, args, loss_fn[, targets]); the module runs in train mode")
+    t.add_argument("--out", default="step", help="writes OUT.pt2 and OUT_inputs.pt (default: step)")
+    t.set_defaults(run=train_cmd)
     ls = sub.add_parser("list", help="the graphs a capture backend wrote, with their pt2diff commands")
     ls.add_argument("dir")
     ls.set_defaults(run=list_cmd)

@@ -13,7 +13,7 @@ import traceback
 
 import torch
 
-from . import distinct_ops, kernel_map, regions
+from . import distinct_ops, kernel_map, regions, training
 from .archive import Archive
 from .protocol import PROTOCOL, Failure, describe, failure_kind
 
@@ -145,11 +145,21 @@ class Worker:
             why_not = kernel_map.unavailable(config, aoti) if req.get("observe") else "not asked"
             if eager and not why_not:
                 why_not = "nodes are left eager: the graph is compiled in pieces"
+            step = not aoti and training.is_whole_step(self.program, req["outputs"], bool(req.get("exploded")), eager)
+            if step and not why_not:
+                why_not = ("a training step is compiled as torch.compile compiles one (AOTAutograd's forward and backward "
+                           "graphs): its backward kernels are not the archive's nodes")
             observe = kernel_map.patch(req["nodes"]) if not why_not else contextlib.nullcontext()
             payloads = None
             if aoti:
                 with patch, observe, torch.no_grad(), torch_settings(settings):
                     compiled, payloads = self.compile_aoti(req["region"], gm, example, observed=not why_not)
+            elif step:
+                # A whole training step: its forward through torch.compile, the gradients by autograd through it
+                # (AOTAutograd's partition and Inductor's backward: training.py). The first call compiles both.
+                compiled = training.compile_step(self.archive, req["nodes"], input_names, req["outputs"])
+                with patch, torch_settings(settings):
+                    compiled(*example)
             elif (p := self.distinct_plan(req, gm, example, eager, observed=not why_not)) is not None:
                 # A model's repeated layers: each distinct op compiled once, run once per occurrence.
                 def compile_fn(module):

@@ -131,10 +131,10 @@ def written_inputs(gm):
             continue
         bound = dict(zip((a.name for a in schema.arguments), n.args))
         bound.update(n.kwargs)
-        # batch_norm and instance_norm in training update their running statistics, though their schema marks
-        # no argument written (as the engine's dispatcher kernel knows too).
-        stats = schema.name in ("aten::batch_norm", "aten::instance_norm") and \
-            bound.get("training" if schema.name == "aten::batch_norm" else "use_input_stats") is True
+        # batch_norm, native_batch_norm and instance_norm in training update their running statistics, though
+        # their schema marks no argument written (as the engine's dispatcher kernel knows too).
+        stats = schema.name in ("aten::batch_norm", "aten::native_batch_norm", "aten::instance_norm") and \
+            bound.get("use_input_stats" if schema.name == "aten::instance_norm" else "training") is True
         for a in schema.arguments:
             if (a.alias_info is not None and a.alias_info.is_write) or (stats and a.name in ("running_mean", "running_var")):
                 for arg in (bound.get(a.name) if isinstance(bound.get(a.name), (list, tuple)) else [bound.get(a.name)]):

@@ -287,6 +287,51 @@ def archive_copies() -> set:
     return {p for base in bases for p in glob.glob(os.path.join(base, "pt2diff-*", "archive.pt2"))}
 
 
+class TrainingStep(unittest.TestCase):
+    """pt2diff.diff_training_step: one step (forward, loss, backward) of a module from memory (docs/training.md)."""
+
+    def setUp(self):
+        torch.manual_seed(0)
+        self.model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16), torch.nn.GELU(),
+                                         torch.nn.Linear(16, 4)).train()
+        self.x, self.y = torch.randn(6, 8), torch.randn(6, 4)
+
+    def test_gradients_are_pytorch_backward(self):
+        # The outputs are the loss and each parameter's gradient, by name, bit-identical to loss.backward(); the
+        # module's weights and buffers are left as they were.
+        before = {k: v.clone() for k, v in self.model.state_dict().items()}
+        mse = torch.nn.functional.mse_loss
+        r = pt2diff.diff_training_step(self.model, (self.x,), mse, targets=(self.y,), compiled="eager")
+        self.assertEqual([o.name for o in r.outputs], ["loss", "0.weight.grad", "0.bias.grad", "1.weight.grad",
+                                                       "1.bias.grad", "3.weight.grad", "3.bias.grad"])
+        self.assertTrue(all(torch.equal(v, self.model.state_dict()[k]) for k, v in before.items()))
+        values = {name: compiled for name, compiled, eager, fp64 in r.output_values()}
+        loss = mse(self.model(self.x), self.y)
+        loss.backward()
+        self.assertTrue(torch.equal(values["loss"], loss.detach()))
+        for k, p in self.model.named_parameters():
+            self.assertTrue(torch.equal(values[k + ".grad"], p.grad), k)
+
+    def test_backward_fault_is_named_in_the_backward(self):
+        r = pt2diff.diff_training_step(self.model, (self.x,), torch.nn.functional.mse_loss, targets=(self.y,),
+                                       compiled="fault:native_layer_norm_backward:scale=0.05", rule="relative")
+        self.assertEqual((r.culprit.kind, r.culprit.nodes, r.culprit_phase),
+                         ("single_op", ["native_layer_norm_backward"], "backward"))
+        self.assertTrue(r.culprit.sources[0].startswith("gradient of native_layer_norm at "), r.culprit.sources[0])
+        self.assertIn("0.weight.grad", [o.name for o in r.failing_outputs])
+        r = pt2diff.diff_training_step(self.model, (self.x,), torch.nn.functional.mse_loss, targets=(self.y,),
+                                       compiled="fault:gelu:scale=0.05", rule="relative")
+        self.assertEqual((r.culprit.nodes, r.culprit_phase), (["gelu"], "forward"))
+
+    def test_not_a_training_step(self):
+        with self.assertRaisesRegex(Exception, "no parameter that requires grad"):
+            pt2diff.diff_training_step(self.model.requires_grad_(False), (self.x,), torch.nn.functional.mse_loss,
+                                       targets=(self.y,))
+        self.model.requires_grad_(True)
+        with self.assertRaisesRegex(Exception, "the loss must be a one-element tensor"):
+            pt2diff.diff_training_step(self.model, (self.x,), compiled="eager")
+
+
 class WorkerFromMemory(unittest.TestCase):
     def test_external_worker_reads_a_temporary_copy(self):
         # A worker in another process loads the archive from a path: a program from memory is handed a

@@ -3,7 +3,9 @@ the pt2diff worker with the bug (lowering_bug_worker.py) and the accuracy-minifi
 (bench/minifier_bench.py, which needs it in the minifier's own processes too: bench/minifier_plant/).
 
 Configured by the environment, so that child processes inherit it:
-- PT2DIFF_PLANT_OP: the op whose lowering is wrong ("relu", "div.Tensor", "add.Tensor"; default relu);
+- PT2DIFF_PLANT_OP: the op whose lowering is wrong ("relu", "div.Tensor", "add.Tensor"; default relu); an op
+  Inductor decomposes instead of lowering (the backward ops: "native_layer_norm_backward") gets the bug in its
+  decomposition (its first result scaled);
 - PT2DIFF_PLANT_ERROR: its result is scaled by (1 + ERROR) inside the generated kernel, default 1e-2;
   "nan" makes it log(-result) instead (NaN and -Inf where eager is finite);
 - PT2DIFF_PLANT_ARG: if set (an index), the lowering's positional argument of that index is scaled instead of its
@@ -55,6 +57,10 @@ def plant():
     error = os.environ.get("PT2DIFF_PLANT_ERROR", "1e-2")
     shape_text = os.environ.get("PT2DIFF_PLANT_SHAPE", "").strip()
     shape = tuple(int(s) for s in shape_text.split(",")) if shape_text else None
+    if op not in lowering.lowerings and op.overloadpacket not in lowering.lowerings:
+        _plant_in_decomposition(op, error, shape)  # a backward op: Inductor lowers its decomposition
+        _count_compiles(graph)
+        return
     overload = op if op in lowering.lowerings else op.overloadpacket
     right = lowering.lowerings[overload]
 
@@ -80,7 +86,32 @@ def plant():
         return lowering.lowerings[torch.ops.aten.mul.Tensor](result, 1.0 + float(error))
 
     lowering.lowerings[overload] = wrong
+    _count_compiles(graph)
 
+
+def _plant_in_decomposition(op, error, shape):
+    """For an op Inductor has no lowering of (the backward ops: native_layer_norm_backward, _softmax_backward_data,
+    gelu_backward ...): its decomposition in Inductor's table scales its first result by (1 + ERROR). The
+    decomposition runs while AOTAutograd traces the graph Inductor lowers, in the compiler's process only."""
+    import torch
+    from torch._inductor import decomposition
+
+    right = decomposition.decompositions[op]
+
+    def wrong(*args, **kwargs):
+        result = right(*args, **kwargs)
+        first = result[0] if isinstance(result, (tuple, list)) else result
+        if first is None or (shape is not None and tuple(first.shape) != shape):
+            return result
+        _log(f"planted {'x'.join(map(str, first.shape))}")
+        bad = torch.log(-first) if error == "nan" else first * (1.0 + float(error))
+        return (bad, *result[1:]) if isinstance(result, (tuple, list)) else bad
+
+    decomposition.decompositions[op] = wrong
+    decomposition.fast_random_decomps.cache_clear()  # select_decomp_table()'s copy of the table
+
+
+def _count_compiles(graph):
     if os.environ.get("PT2DIFF_PLANT_LOG"):
         compile_to_module = graph.GraphLowering.compile_to_module
 
