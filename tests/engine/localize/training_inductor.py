@@ -15,6 +15,10 @@ A ctest, label inductor.
   --rule relative: its gradients are small enough for rule same's atol to hide 5%), _softmax_backward_data in
   llama_bf16 (the gradient of attention's softmax; bf16 absorbs it at the outputs: the node verdict names it).
 Every report is valid against docs/report.schema.json.
+
+On CUDA (PT2DIFF_TEST_DEVICE=cuda, scripts/gpu_test.sh) mlp_ln and convbn are exported there, in bfloat16, at test
+time (the same models and inputs, moved), and llama_bf16 (exported on the CPU, the zoo extra is not needed) runs
+with --device cuda; the bit-exact check is mlp_ln's (cuDNN's convolution backward may pick another algorithm).
 """
 import json
 import os
@@ -33,7 +37,29 @@ BUG_WORKER = os.path.join(HERE, "lowering_bug_worker.py")
 DEVICE = os.environ.get("PT2DIFF_TEST_DEVICE", "cpu")
 
 
-def run(pt2diff, fixtures, name, tmp, *flags, plant=None):
+def steps(fixtures, tmp):
+    """NAME -> (archive, inputs, the model or None): the fixtures on the CPU; on CUDA, mlp_ln and convbn exported
+    there in bfloat16 now."""
+    out = {n: (os.path.join(fixtures, "training", n + ".pt2"), os.path.join(fixtures, "training", n + "_inputs.pt"), None)
+           for n in ("mlp_ln", "convbn", "llama_bf16")}
+    if DEVICE == "cpu":
+        return out
+    sys.path[:0] = [fixtures, os.path.join(fixtures, "..", "python")]
+    import make_training_fixtures as m
+    from pt2diff_capture.training import export_training_step
+    for name, make in m.cases().items():
+        if name == "llama_bf16":
+            continue
+        model, args, loss_fn, targets = make()
+        model = model.to(DEVICE, torch.bfloat16).train()
+        args = tuple(a.to(DEVICE, torch.bfloat16) for a in args)
+        targets = tuple(t.to(DEVICE, torch.bfloat16 if t.is_floating_point() else t.dtype) for t in targets)
+        e = export_training_step(model, args, loss_fn, targets=targets, out=os.path.join(tmp, name))
+        out[name] = (e.archive, e.inputs, (model, args, loss_fn, targets))
+    return out
+
+
+def run(step, name, tmp, *flags, plant=None):
     report = os.path.join(tmp, f"{name}-{plant or 'stock'}.json")
     env = dict(os.environ)
     compiled = ["--compiled", "inductor"]
@@ -42,9 +68,9 @@ def run(pt2diff, fixtures, name, tmp, *flags, plant=None):
         compiled = ["--compiled", f"external:{sys.executable} {BUG_WORKER}"]
     if "--compiled" in flags:
         compiled = []
-    p = subprocess.run([pt2diff, os.path.join(fixtures, "training", name + ".pt2"),
-                        os.path.join(fixtures, "training", name + "_inputs.pt"), "--json", report, "--device", DEVICE,
-                        *compiled, *flags], capture_output=True, text=True, env=env)
+    archive, inputs, _ = step
+    p = subprocess.run([PT2DIFF, archive, inputs, "--json", report, "--device", DEVICE, *compiled, *flags],
+                       capture_output=True, text=True, env=env)
     r = json.load(open(report)) if p.returncode in (0, 1) and os.path.exists(report) else None
     return p, r
 
@@ -53,38 +79,47 @@ def node(r, name):
     return next((n for n in r["nodes"] if n["name"] == name), None)
 
 
-def eager_step(fixtures, name):
-    """The fixture's model, loss and backward in PyTorch eager, from the archive's weights: the loss and each
-    parameter's gradient, by the names pt2diff gives them."""
-    sys.path.insert(0, fixtures)
-    import make_training_fixtures as m
-    sys.path.pop(0)
-    ep = torch.export.load(os.path.join(fixtures, "training", name + ".pt2"))
-    x, target = torch.load(os.path.join(fixtures, "training", name + "_inputs.pt"), weights_only=True)
-    model, loss_fn = {"mlp_ln": (m.MLP, F.mse_loss), "convbn": (m.ConvBN, F.cross_entropy)}[name]
-    model = model().train()
-    model.load_state_dict(ep.state_dict)
+def eager_step(fixtures, name, step):
+    """The fixture's model, loss and backward in PyTorch eager, from the archive's weights (or the model exported
+    on CUDA): the loss and each parameter's gradient, by the names pt2diff gives them."""
+    if step[2] is not None:
+        model, (x,), loss_fn, (target,) = step[2]
+    else:
+        sys.path.insert(0, fixtures)
+        import make_training_fixtures as m
+        sys.path.pop(0)
+        ep = torch.export.load(step[0])
+        x, target = torch.load(step[1], weights_only=True)
+        model, loss_fn = {"mlp_ln": (m.MLP, F.mse_loss), "convbn": (m.ConvBN, F.cross_entropy)}[name]
+        model = model().train()
+        model.load_state_dict(ep.state_dict)
     loss = loss_fn(model(x), target)
     loss.backward()
     out = {"loss": loss.detach()}
-    out.update({f"{k}.grad": p.grad for k, p in model.named_parameters()})
-    return out
+    out.update({f"{k}.grad": p.grad.cpu() for k, p in model.named_parameters()})
+    model.zero_grad()
+    return {k: v.cpu() for k, v in out.items()}
+
+
+PT2DIFF = None
 
 
 def main():
-    pt2diff, fixtures = sys.argv[1], sys.argv[2]
+    global PT2DIFF
+    PT2DIFF, fixtures = sys.argv[1], sys.argv[2]
     checks = Checks()
     expect = checks.expect
     with tempfile.TemporaryDirectory() as tmp:
+        step = steps(fixtures, tmp)
         # The capture: pt2diff's eager run of the step is PyTorch's training step, bit for bit.
-        for name in ("mlp_ln", "convbn"):
+        for name in ("mlp_ln", "convbn") if DEVICE == "cpu" else ("mlp_ln",):
             saved = os.path.join(tmp, name + ".outputs.pt")
-            p, r = run(pt2diff, fixtures, name, tmp, "--compiled", "eager", "--save-outputs", saved)
+            p, r = run(step[name], name, tmp, "--compiled", "eager", "--save-outputs", saved)
             expect(p.returncode == 0 and r is not None, f"{name}: the step runs eagerly (exit {p.returncode}) {p.stderr[-300:]}")
             if r is None:
                 continue
             _, eager, _ = torch.load(saved, weights_only=True)
-            want = eager_step(fixtures, name)
+            want = eager_step(fixtures, name, step[name])
             names = [o["name"] for o in r["outputs"]]
             got = dict(zip(names[:len(eager)], eager))
             expect(set(want) <= set(names),
@@ -93,7 +128,7 @@ def main():
                 expect(k in got and torch.equal(got[k], v), f"{name}: {k} bit-identical to PyTorch's backward")
         # Clean: the stock Inductor agrees at every gradient, buffer and node.
         for name in ("convbn", "llama_bf16"):
-            p, r = run(pt2diff, fixtures, name, tmp)
+            p, r = run(step[name], name, tmp)
             expect(p.returncode == 0 and r is not None and r["verdict"] == "agree",
                    f"{name}: a clean step agrees with the stock Inductor (exit {p.returncode}) {p.stderr[-300:]}")
             if r is None:
@@ -110,7 +145,7 @@ def main():
         for name, op, flags, forward in (("mlp_ln", "native_layer_norm_backward", (), "native_layer_norm"),
                                          ("convbn", "native_batch_norm_backward", ("--rule", "relative"), "native_batch_norm"),
                                          ("llama_bf16", "_softmax_backward_data", (), "_softmax")):
-            p, r = run(pt2diff, fixtures, name, tmp, *flags, plant=op)
+            p, r = run(step[name], name, tmp, *flags, plant=op)
             expect(r is not None, f"{name}, {op} planted: a report (exit {p.returncode}) {p.stderr[-300:]}")
             if r is None:
                 continue
