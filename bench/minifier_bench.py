@@ -22,6 +22,9 @@ bench/minifier_plant/sitecustomize.py (on PYTHONPATH). Inductor's caches are off
 - pt2diff: `PT2DIFF G I --compiled "external:PYTHON lowering_bug_worker.py" --json R`: wall time, its
   compiles (the graph, the exploded graph, localization), the culprit, and the kernel table's first
   failing kernel (from the graph's compile: no extra compile).
+- Training steps (TRAINING_CASES, docs/training.md): the minifier on the model trained one step under
+  torch.compile (loss.backward(): AOTAutograd's forward and backward graphs, each checked at level 4),
+  pt2diff on the step's archive (fixtures/training); the bug is planted in an op of the backward only.
 - Whether the accuracy check fires with Inductor's caches on (a fresh cache dir, compiled twice: cold,
   then warm), on the first case only.
 
@@ -65,6 +68,20 @@ CASES = {
                       " never reaches add's lowering)"),
 }
 
+#: Training steps (docs/training.md): the fixture's model trained one step under torch.compile (forward, loss,
+#: loss.backward()) for the minifier, its training-step archive (fixtures/training) for pt2diff. mm at [16, 8] is
+#: fc1's weight gradient: an op of the backward graph only (the forward's linears are addmm).
+TRAINING_CASES = {
+    "mlp_ln_step_mm": "mlp_ln",
+    "mlp_ln_step_mm_x2": "mlp_ln",
+}
+CASES.update({
+    "mlp_ln_step_mm": ("training/mlp_ln.pt2", "training/mlp_ln_inputs.pt", "mm", "16,8",
+                       "a training step's backward: mm at [16, 8], the gradient of fc1's weight"),
+    "mlp_ln_step_mm_x2": ("training/mlp_ln.pt2", "training/mlp_ln_inputs.pt", "mm", "16,8",
+                          "a training step's backward: mm at [16, 8], the gradient of fc1's weight, doubled"),
+})
+
 #: --device cuda: name → (bench/gpu_bench.py's model, op, shape, error, what). The error is 10%, not 1%: in these
 #: bf16 graphs 1% in one op is within what the minifier's accuracy check lets through, and a bug it does not
 #: detect gives it nothing to minify.
@@ -99,7 +116,7 @@ def export_gpu_cases(cases, tmp, device):
 
 
 #: the planted error per case (PT2DIFF_PLANT_ERROR), where not the default 1e-2
-ERRORS = {}
+ERRORS = {"mlp_ln_step_mm_x2": "1.0"}
 
 
 # --- the child: one compile of the model under the minifier's settings ----------------------------------
@@ -122,6 +139,28 @@ def compile_model(graph, inputs, device="cpu"):
     try:
         with torch.no_grad():  # the inference graph, as pt2diff's worker compiles it (with grad: AOTAutograd's forward)
             torch.compile(mod)(*args, **kwargs)
+        print(json.dumps({"accuracy_failed": False}))
+    except AccuracyError as e:
+        print(json.dumps({"accuracy_failed": True, "error": str(e)[:200]}))
+
+
+def compile_step(name, device="cpu"):
+    """One training step of fixtures/training/NAME's model (fixtures/make_training_fixtures.py, the archive's
+    weights) under torch.compile: forward, loss, loss.backward() (in a child with the minifier's environment);
+    prints one JSON line: did the accuracy check fail."""
+    import torch
+    from torch._dynamo.debug_utils import AccuracyError
+
+    sys.path.insert(0, os.path.join(ROOT, "fixtures"))
+    import make_training_fixtures as m
+    ep = torch.export.load(os.path.join(ROOT, "fixtures", "training", name + ".pt2"))
+    inputs = torch.load(os.path.join(ROOT, "fixtures", "training", name + "_inputs.pt"), weights_only=True)
+    model, _, loss_fn, _ = m.cases()[name]()
+    model.load_state_dict(ep.state_dict)
+    model = model.to(device).train()
+    x, target = (v.to(device) for v in inputs)
+    try:
+        loss_fn(torch.compile(model)(x), target).backward()
         print(json.dumps({"accuracy_failed": False}))
     except AccuracyError as e:
         print(json.dumps({"accuracy_failed": True, "error": str(e)[:200]}))
@@ -193,6 +232,8 @@ def minifier(case, python, timeout, tmp, device):
                                 "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", "TORCH_COMPILE_DEBUG_DIR": os.path.join(work, "debug")})
     res = {}
     argv = [python, os.path.abspath(__file__), "--compile-model", graph, inputs, device]
+    if case in TRAINING_CASES:
+        argv = [python, os.path.abspath(__file__), "--compile-step", TRAINING_CASES[case], device]
     code, wall, out, err = run(argv, env, work, timeout)
     line = next((l for l in reversed(out.splitlines()) if l.startswith("{")), None)
     res["detect"] = {"exit": code, "wall_s": wall, "compiles": count(log, "compile"), "compile_nodes": compile_sizes(log),
@@ -321,6 +362,8 @@ def combine(paths, out):
 def main():
     if len(sys.argv) in (4, 5) and sys.argv[1] == "--compile-model":
         return compile_model(*sys.argv[2:])
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--compile-step":
+        return compile_step(*sys.argv[2:])
     if len(sys.argv) > 2 and sys.argv[1] == "--combine":
         files = sys.argv[2:]
         out = RESULT

@@ -643,6 +643,22 @@ RENDERERS["minifier"] = ren_minifier  # rendered from results only: bench/minifi
 RENDERERS["minifier_gpu"] = ren_minifier  # bench/minifier_bench.py --device cuda, run by hand on a GPU
 
 
+def ren_training(d):
+    """bench/training_bench.py's rows (run by hand: bench/results/training.json): a training-step diff against one
+    eager step plus one cold compile of forward and backward."""
+    rows = []
+    for r in d["rows"]:
+        ratio = f"{r['ratio']:.2f}x" if r.get("ratio") is not None else "-"
+        compiles = ", ".join(f"{c['what']} {c['compile_s']:.1f} s" for c in r["compiles"] if c.get("compile_s") is not None)
+        rows.append([f"`{r['step']}` ({r['nodes']} nodes, {r['gradients']} gradients)", fmt_time(r["eager_s"]),
+                     fmt_time(r["compile_s"]), f"{fmt_time(r['pt2diff_wall_s'])} ({r['verdict']}; {compiles})", ratio])
+    return table(["step", "eager step", "cold torch.compile step (forward + backward)", "pt2diff (its compiles)",
+                  "pt2diff / (eager + cold compile)"], rows)
+
+
+RENDERERS["training"] = ren_training  # rendered from results only: bench/training_bench.py, run by hand
+
+
 def ren_decoder_memory(rows):
     """bench/memory_bench.py's rows (run by hand, on the CPU here and on a GPU machine: bench/results/decoder_memory.json)."""
     def mib(b):

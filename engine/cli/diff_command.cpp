@@ -60,6 +60,10 @@ class DiffCommand final : public Command {
     if (!html_path_.empty()) write_file(html_path_, to_html(result, {&program, invocation, options.backend.device}));
     if (!outputs_path_.empty()) write_file(outputs_path_, saved_outputs(result));
     if (const int failed = report_compile_failures(result)) return failed;
+    if (!result.eager_nonfinite.empty()) {
+      std::cerr << "pt2diff: " << result.eager_nonfinite << "\n";
+      return 2;
+    }
     return counts_as_failing(result) ? 1 : 0;  // suspicious outputs only with --fail-on-suspicious
   }
 

@@ -1,5 +1,6 @@
 // engine/diff/judge_outputs.cpp — stage judge_outputs: every graph output, compiled against eager with
 // fp64 as referee (verdict_rule.cpp), and its error to fp64 both ways.
+#include <ATen/ops/isfinite.h>
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -39,6 +40,38 @@ std::optional<Verdict> judge_output(const RunState& s, size_t i, const at::Tenso
   return judge_measured(compiled, eager.toTensor(), fp64_ok ? fp64.toTensor() : at::Tensor(), s.options.rule,
                         fp64_ok ? compiled_to_fp64 : nullptr, fp64_ok ? eager_to_fp64 : nullptr);
 }
+
+namespace {
+
+/// A training step whose eager loss or gradient is not finite: its own math, not the compiler's. One line naming the
+/// output and the first node whose eager value is not finite (RunState::result.eager_nonfinite, a warning too).
+void check_step_is_finite(RunState& s) {
+  DiffResult& r = s.result;
+  for (size_t i = 0; i < r.outputs.size() && i < s.outputs.size(); ++i) {
+    const OutputSpec::Kind kind = s.outputs[i].kind;
+    if (kind != OutputSpec::Kind::LossOutput && kind != OutputSpec::Kind::GradientToParameter &&
+        kind != OutputSpec::Kind::GradientToUserInput)
+      continue;
+    const at::Tensor& eager = r.values->outputs[i].eager;
+    if (!eager.defined() || !eager.is_floating_point()) continue;
+    const int64_t bad = eager.numel() - at::isfinite(eager).sum().item<int64_t>();
+    if (bad == 0) continue;
+    std::string first;
+    for (const NodeError& n : r.nodes)
+      for (const ValueError& v : n.values)
+        if (first.empty() && v.compared && v.propagated.nan + v.propagated.inf > 0)
+          first = fmt::format("; the first node whose eager value is not finite: {} ({}){}", n.name, n.target,
+                              n.source.empty() ? "" : " at " + n.source);
+    r.eager_nonfinite = fmt::format(
+        "eager itself gives {} NaN/Inf of {} in {}{}: the training step's own math, not the compiler's; fix the model, "
+        "the loss or the inputs (a log or a division by 0, an overflow in low precision) and run again",
+        bad, eager.numel(), r.outputs[i].name, first);
+    r.warnings.push_back(r.eager_nonfinite);
+    return;
+  }
+}
+
+}  // namespace
 
 void judge_outputs(RunState& s) {
   const Graph& g = s.program.ir.graph;
@@ -94,6 +127,7 @@ void judge_outputs(RunState& s) {
     r.outputs.push_back(std::move(ov));
     r.values->outputs.push_back(std::move(kept));
   }
+  check_step_is_finite(s);
 }
 
 }  // namespace pt2diff

@@ -274,6 +274,7 @@ std::string to_json(const DiffResult& r) {
             {"random_nodes", r.random_nodes},
             {"warnings", r.warnings},
             {"seconds", r.seconds}};
+  if (!r.eager_nonfinite.empty()) j["eager_nonfinite"] = r.eager_nonfinite;  // a training step's own NaN/Inf
   return j.dump(2) + "\n";
 }
 

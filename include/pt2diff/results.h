@@ -207,6 +207,10 @@ struct DiffResult {
   bool suspicious = false;            ///< some output is suspicious (the rule passes, Verdict::level)
   bool fail_on_suspicious = false;    ///< DiffOptions::fail_on_suspicious: suspicious outputs count as failing
   bool compiled_failed = false;       ///< a compile or compiled run failed (see `compiles`)
+  /// A training step (docs/training.md) whose eager loss or a gradient is not finite: one line naming the output,
+  /// the first node whose eager value is not finite, and what to do (also in `warnings`); empty otherwise. The CLI
+  /// prints it on stderr and exits 2, after writing every report.
+  std::string eager_nonfinite;
   double seconds = 0;
   /// The main job's stages in order, each one's time and memory (empty from explain() and the library's partial
   /// runs). RunDevices::peak_gpu_bytes is the most of theirs.

@@ -168,6 +168,12 @@ class DiffResult(Record):
         return self.localization.culprit if self.localization is not None else None
 
     @property
+    def eager_nonfinite(self) -> str | None:
+        """A training step whose eager loss or gradient is not finite (its own math, not the compiler's): the line
+        naming the output, the first node whose eager value is not, and what to do (the CLI exits 2); else None."""
+        return self.get("eager_nonfinite")
+
+    @property
     def culprit_phase(self) -> str | None:
         """In a training step's report (docs/training.md): "backward" when the culprit's first node is a backward
         node (its ``backward_of`` names the forward node it is the gradient of), "forward" when not; None without

@@ -59,6 +59,7 @@ def training_program(module, args, loss_fn=None, targets=(), kwargs=None):
     n_arg_leaves = len(pytree.tree_leaves(args))
     names[n_arg_leaves:n_arg_leaves] = _target_names(len(pytree.tree_leaves(targets)), set(names))
     gm, loss_node, grad_nodes = _trace(module, params, frozen, buffers, leaves, spec, len(args), loss_fn)
+    _real_dtypes(gm, [t.detach().clone() for t in (*params.values(), *frozen.values(), *buffers.values())] + list(leaves))
     placeholders = _name_placeholders(gm, [*params, *frozen], list(buffers), names)
     _link_backward_to_forward(gm)
     return _program(gm, placeholders, params, frozen, buffers, loss_node, grad_nodes), leaves, names
@@ -109,9 +110,48 @@ def _trace(module, params, frozen, buffers, leaves, spec, n_args, loss_fn):
     except CaptureError:
         raise
     except Exception as e:  # noqa: BLE001 - the tracer's message is the point
-        raise CaptureError(f"the training step cannot be traced: {one_line(e)}") from e
+        why = one_line(e)
+        if "data-dependent" in why or "DataDependent" in why:
+            why += (" (the step branches on a tensor's value, which a trace cannot follow: use torch.where or "
+                    "torch.cond, or decide outside the model)")
+        raise CaptureError(f"the training step cannot be traced: {why}") from e
     outputs = gm.graph.output_node().args[0]
     return gm, outputs[0], [o if isinstance(o, torch.fx.Node) else None for o in outputs[1:]]
+
+
+def _real_dtypes(gm, flat):
+    """Runs the traced step once on real tensors (copies of the state: the run writes the buffers) and gives each
+    value the dtype its kernel really returns where the fake trace said another: on CUDA, native_layer_norm and
+    native_batch_norm keep their statistics of a bfloat16 input in float32, which their meta functions do not say,
+    and the ops that read them follow."""
+    from torch._guards import detect_fake_mode
+
+    fake = detect_fake_mode([n.meta["val"] for n in gm.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)])
+    if fake is None:
+        return
+
+    def fixed(meta, real):
+        if isinstance(meta, torch.Tensor) and isinstance(real, torch.Tensor) and meta.dtype != real.dtype:
+            with fake:
+                return meta.to(real.dtype), True
+        return meta, False
+
+    class Real(torch.fx.Interpreter):
+        def run_node(self, n):
+            out = super().run_node(n)
+            val = n.meta.get("val")
+            if isinstance(val, (tuple, list)) and isinstance(out, (tuple, list)):
+                pairs = [fixed(m, r) for m, r in zip(val, out)]
+                if any(c for _, c in pairs):
+                    n.meta["val"] = type(val)(m for m, _ in pairs)
+            else:
+                new, changed = fixed(val, out)
+                if changed:
+                    n.meta["val"] = new
+            return out
+
+    with torch.no_grad():
+        Real(gm).run(*flat)
 
 
 def _what(loss):

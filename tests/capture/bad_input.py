@@ -40,6 +40,26 @@ CASES = {
 }
 
 
+STEPS = textwrap.dedent("""
+    import torch
+    class Branches(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(2, 2)
+        def forward(self, x):
+            h = self.fc(x)
+            return h * 2 if h.sum() > 0 else h
+    def two():
+        return torch.nn.Linear(2, 2), (torch.randn(3, 2),)
+    def vector_loss():
+        return torch.nn.Linear(2, 2), (torch.randn(3, 2),), lambda out: out
+    def frozen():
+        return torch.nn.Linear(2, 2).requires_grad_(False), (torch.randn(3, 2),), lambda out: out.sum()
+    def branches():
+        return Branches(), (torch.randn(3, 2),), lambda out: out.sum()
+    """)
+
+
 def one_line_error(code, stdout, stderr, phrase):
     lines = [line for line in stderr.splitlines() if line.strip()]
     return code == 2 and not stdout.strip() and len(lines) == 1 and lines[0].startswith("pt2diff_capture: ") \
@@ -84,7 +104,20 @@ def main():
         c.check(one_line_error(code, stdout, stderr, "index.json: no such file: capture into"), f"list without an index (exit {code}): {stderr.strip()}")
         code, stdout, stderr = in_process("export", "--module", "tiny_models")
         c.check(one_line_error(code, stdout, stderr, "expected MODULE:FACTORY"), f"export --module without a factory (exit {code}): {stderr.strip()}")
-        c.check(not os.path.exists(out), "nothing was written")
+        # A training step (`train`): a factory of the wrong shape, a loss that is no scalar, a frozen model, a step that
+        # branches on a tensor's value: one line each, nothing written.
+        with open(os.path.join(tmp, "steps.py"), "w") as f:
+            f.write(STEPS)
+        sys.path.insert(0, tmp)
+        for factory, phrase in (("two", "the factory must return (module, args, loss_fn) or (module, args, loss_fn, targets)"),
+                                ("vector_loss", "the loss must be a one-element tensor that depends on the parameters, not a "
+                                                "tensor of shape [3, 2]"),
+                                ("frozen", "the module has no parameter that requires grad"),
+                                ("branches", "the step branches on a tensor's value, which a trace cannot follow")):
+            code, stdout, stderr = in_process("train", "--module", f"steps:{factory}", "--out", out)
+            c.check(one_line_error(code, stdout, stderr, phrase), f"train --module steps:{factory} (exit {code}): {stderr.strip()}")
+        sys.path.remove(tmp)
+        c.check(not os.path.exists(out) and not os.path.exists(out + ".pt2"), "nothing was written")
     return c.finish()
 
 

@@ -7,7 +7,7 @@ The module takes what real programs pass: a namedtuple, an OrderedDict, a torch.
 Python float, None, a float8 tensor (which libtorch's unpickler cannot read: it travels as uint8 and
 the graph bitcasts it back) and a slice of a large buffer (saved compact). Checked: the inputs file
 holds only plain values, pt2diff runs the archive (exit 0, AGREE) and its eager outputs are Python's
-bit for bit; core_aten=True; prims ops become ATen; normalize() and save(); the `export` command.
+bit for bit; core_aten=True; prims ops become ATen; normalize() and save(); the `export` and `train` commands.
 """
 import collections
 import os
@@ -124,12 +124,25 @@ def main():
                 def make():
                     torch.manual_seed(1)
                     return torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.GELU()), (torch.randn(3, 4),)
+                def step():
+                    torch.manual_seed(1)
+                    model = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.BatchNorm1d(2))
+                    return model, (torch.randn(3, 4),), torch.nn.functional.cross_entropy, (torch.tensor([0, 1, 1]),)
             """))
         cli = capture_cli("export", "--module", "tiny_models:make", "--out", "tiny", "--core-aten", cwd=tmp)
         run, eager = pt2diff_eager(pt2diff, os.path.join(tmp, "tiny.pt2"), os.path.join(tmp, "tiny_inputs.pt"),
                                    os.path.join(tmp, "tiny_outputs.pt"))
         c.check(cli.returncode == 0 and cli.stdout.startswith("wrote tiny.pt2 (") and run.returncode == 0,
                 f"python -m pt2diff_capture export --module tiny_models:make: {cli.stdout.strip() or cli.stderr.strip()}")
+        # `train`: one training step; pt2diff names its loss, gradients and the running statistics it writes.
+        cli = capture_cli("train", "--module", "tiny_models:step", "--out", "step", cwd=tmp)
+        run = subprocess.run([pt2diff, os.path.join(tmp, "step.pt2"), os.path.join(tmp, "step_inputs.pt"), "--compiled",
+                              "eager"], capture_output=True, text=True)
+        named = [n for n in ("loss", "0.weight.grad", "0.bias.grad", "1.weight.grad", "1.bias.grad",
+                             "buffer '1.running_mean' after the graph") if n in run.stdout]
+        c.check(cli.returncode == 0 and cli.stdout.startswith("wrote step.pt2 (") and run.returncode == 0 and len(named) == 6,
+                f"python -m pt2diff_capture train --module tiny_models:step: {cli.stdout.strip() or cli.stderr.strip()}; "
+                f"pt2diff names {named}")
     return c.finish()
 
 

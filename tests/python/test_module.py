@@ -323,6 +323,25 @@ class TrainingStep(unittest.TestCase):
                                        compiled="fault:gelu:scale=0.05", rule="relative")
         self.assertEqual((r.culprit.nodes, r.culprit_phase), (["gelu"], "forward"))
 
+    def test_nonfinite_step_is_said(self):
+        # A step whose own math gives Inf (a division by 0): one line naming the loss and the first node, and every
+        # output still judged.
+        class Divide(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(8, 4)
+
+            def forward(self, x):
+                return self.fc(x) / 0.0
+
+        r = pt2diff.diff_training_step(Divide().train(), (self.x,), lambda out: out.sum(), compiled="eager")
+        self.assertRegex(r.eager_nonfinite, r"eager itself gives 1 NaN/Inf of 1 in loss; the first node whose eager value "
+                                            r"is not finite: div \(aten.div.Tensor\)")
+        self.assertEqual(len(r.outputs), 3)
+        self.assertIn(r.eager_nonfinite, r.warnings)
+        self.assertIsNone(pt2diff.diff_training_step(self.model, (self.x,), torch.nn.functional.mse_loss,
+                                                     targets=(self.y,), compiled="eager").eager_nonfinite)
+
     def test_not_a_training_step(self):
         with self.assertRaisesRegex(Exception, "no parameter that requires grad"):
             pt2diff.diff_training_step(self.model.requires_grad_(False), (self.x,), torch.nn.functional.mse_loss,
