@@ -12,6 +12,7 @@
 
 #include "engine/execution/promotion.h"
 #include "engine/hints/hint_context.h"
+#include "graphs/archive.h"
 #include "graphs/graph_text.h"
 
 namespace pt2diff {
@@ -105,9 +106,16 @@ DemotedRun demoted_run(const HintContext& ctx) {
     auto p = promotion_of(call.inputs);
     if (!p) return;
     d.notes.push_back(promotion_note(g, n, *p));
-    if (auto out = demoted_promotion(call)) {
-      call.outputs = *out;
-      ++d.mixed_ops;
+    try {
+      if (auto out = demoted_promotion(call)) {
+        call.outputs = *out;
+        ++d.mixed_ops;
+      }
+    } catch (const std::exception& e) {
+      // An op whose mixed dtypes are its contract, not a promotion: native_layer_norm_backward on CUDA takes a
+      // bfloat16 gradient with float32 statistics and refuses them demoted. It keeps its own result.
+      d.notes.push_back(fmt::format("{} ({}): not demoted, its kernel refuses the lower dtype ({})", n.name, short_target(n.target),
+                                    first_line(e.what())));
     }
   };
   d.result = ctx.interpreter.run_region(ctx.window, ctx.inputs, demoting).at(ctx.judged).toTensor();

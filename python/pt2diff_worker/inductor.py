@@ -8,6 +8,7 @@ import ast
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import traceback
 
@@ -178,7 +179,7 @@ class Worker:
             raise
         except Exception as e:  # noqa: BLE001 - the compiler's message is the point
             raise Failure(failure_kind(e, "compile_failed"), describe(e), traceback.format_exc())
-        self.regions[req["region"]] = (compiled, input_names, settings, payloads, written)
+        self.regions[req["region"]] = (compiled, input_names, settings, payloads, written, list(req["outputs"]))
         reply = {"eager": len(eager)} if eager else {}  # how many nodes were left eager: the engine checks
         if req.get("observe"):
             reply["kernel_map"] = why_not or "available"
@@ -189,7 +190,7 @@ class Worker:
         region = self.regions.get(req["region"])
         if region is None:
             raise Failure("bad_request", f"no compiled region '{req['region']}'")
-        compiled, input_names, settings, payloads, written = region
+        compiled, input_names, settings, payloads, written, output_names = region
         inputs = self.region_inputs(req["inputs"], input_names, written)
         observing = "observed_file" in req
         saved_dir = None
@@ -216,16 +217,36 @@ class Worker:
             if saved_dir is not None:
                 shutil.rmtree(saved_dir, ignore_errors=True)
         outputs = [o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outputs]
+        outputs, casts = self.as_declared(outputs, output_names)
         torch.save(outputs, req["outputs_file"])
+        reply = {"casts": casts} if casts else {}
         if not observing:
-            return {}
+            return reply
         torch.save([t for _, t in observed], req["observed_file"])
         names = {info.get("kernel") for info, _ in observed}
         if payloads is not None:  # AOTI: the sources kept while its code was generated
             code = {name: text for name, text in payloads[1].items() if name in names}
         else:
             code = kernel_map.kernel_code(sorted(wrappers), names)
-        return {"observed": [info for info, _ in observed], "code": code}
+        return {**reply, "observed": [info for info, _ in observed], "code": code}
+
+    def as_declared(self, outputs, names):
+        """Outputs in the floating dtype the graph declares for them: a compiled op alone can return another (Inductor's
+        nll_loss_backward of a bfloat16 step on CUDA returns float32, eager and the graph bfloat16); cast back, each
+        cast said in the reply's `casts` ("NAME: float32 -> bfloat16") and on stderr. Other mismatches are left for
+        the engine's check of what a worker returns."""
+        casts = []
+        out = list(outputs)
+        for i, (value, name) in enumerate(zip(outputs, names)):
+            node = self.by_name.get(name)
+            meta = node.meta.get("val") if node is not None else None
+            if (isinstance(value, torch.Tensor) and isinstance(meta, torch.Tensor) and value.dtype != meta.dtype
+                    and value.is_floating_point() and meta.is_floating_point()):
+                out[i] = value.to(meta.dtype)
+                casts.append(f"{name}: {str(value.dtype).removeprefix('torch.')} -> {str(meta.dtype).removeprefix('torch.')}")
+        if casts:
+            print("pt2diff worker: compiled outputs cast to the graph's dtypes: " + "; ".join(casts), file=sys.stderr)
+        return out, casts
 
     def compile_aoti(self, region, gm, example, observed):
         """`gm` exported on `example` and compiled by AOTInductor into a package (in the worker's scratch
