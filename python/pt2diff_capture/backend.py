@@ -28,20 +28,26 @@ FORMAT = "pt2diff-capture index 1"
 _OWN_FILE = re.compile(r"graph_\d+(_inputs\.pt|\.pt2)")
 
 
-def capture_backend(out="captured", *, inner=None, append=False, core_aten=False, quiet=False):
+def capture_backend(out="captured", *, inner=None, append=False, core_aten=False, quiet=False, training=False):
     """A torch.compile backend that captures into directory `out` (str or path).
 
     inner: None runs each graph eagerly; a backend name ("inductor") or callable compiles it as usual.
     append: keep the graphs already listed in out/index.json and number new ones after them; by default
     a new capture replaces the previous one (its graph files are removed).
     core_aten: save each program after run_decompositions() (core ATen).
-    quiet: no line on stderr per captured graph."""
-    return CaptureBackend(out, inner=inner, append=append, core_aten=core_aten, quiet=quiet)
+    quiet: no line on stderr per captured graph.
+    training: capture what AOTAutograd compiles for a training program instead of Dynamo's graph: each region's
+    forward and backward graphs (ATen, after Inductor's decompositions, partitioned as torch.compile partitions
+    them), run eagerly, the backward's entry linked to its forward's (docs/training.md). `inner` must be None."""
+    if training and inner is not None:
+        raise ValueError("capture_backend(training=True) runs AOTAutograd's graphs eagerly: inner must be None")
+    return CaptureBackend(out, inner=inner, append=append, core_aten=core_aten, quiet=quiet, training=training)
 
 
 class CaptureBackend:
-    def __init__(self, out, *, inner=None, append=False, core_aten=False, quiet=False):
+    def __init__(self, out, *, inner=None, append=False, core_aten=False, quiet=False, training=False):
         self.out = os.fspath(out)
+        self.training = training
         self.inner = torch._dynamo.lookup_backend(inner) if isinstance(inner, str) else inner
         self.append = append
         self.core_aten = core_aten
@@ -51,6 +57,8 @@ class CaptureBackend:
         self.__name__ = "pt2diff_capture"  # Dynamo names backends in its logs
 
     def __call__(self, gm, example_inputs):
+        if self.training:
+            return self._aot(gm, example_inputs)
         entry = graph = None
         try:  # capture must never break the program
             with self._lock:
@@ -76,6 +84,57 @@ class CaptureBackend:
             return run_graph(*args)
 
         return run
+
+    def _aot(self, gm, example_inputs):
+        """Dynamo's graph through AOTAutograd with Inductor's decompositions and partitioner: its forward and
+        backward graphs are captured as graphs of their own (kind "forward" and "backward"), each at its first call,
+        and run eagerly."""
+        from torch._dynamo.backends.common import aot_autograd
+        from torch._functorch.partitioners import min_cut_rematerialization_partition
+        from torch._inductor.decomposition import select_decomp_table
+
+        where = {}
+        try:
+            where = _source(gm)
+        except Exception:  # noqa: BLE001
+            pass
+        forward_id = []
+
+        def compiler(kind):
+            def compile_graph(graph, example):
+                entry = None
+                try:
+                    with self._lock:
+                        self._start()
+                        gid = max((e["id"] for e in self.entries), default=-1) + 1
+                        entry = self._entry(gid, graph)
+                        entry.update({k: v for k, v in where.items() if k in ("compile_id", "source", "where")}, kind=kind)
+                        if kind == "forward":
+                            forward_id.append(gid)
+                            entry["outputs"] = [str(a) for a in graph.graph.output_node().args[0]]
+                        else:
+                            entry.update(_backward_link(graph, self.entries, forward_id[-1] if forward_id else None))
+                        self.entries.append(entry)
+                        self._write_index()
+                    copied = torch.fx.GraphModule(graph, copy.deepcopy(graph.graph))
+                except Exception as e:  # noqa: BLE001 - capture must never break the program
+                    copied = None
+                    if entry is not None:
+                        entry["error"] = f"copying the graph failed: {one_line(e)}"
+                pending = [entry is not None]
+
+                def run(*args):
+                    if pending[0]:
+                        pending[0] = False
+                        self._capture(entry, copied, [a.detach() if isinstance(a, torch.Tensor) else a for a in args])
+                    return graph(*args)
+
+                return run
+            return compile_graph
+
+        return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                            partition_fn=min_cut_rematerialization_partition,
+                            decompositions=select_decomp_table())(gm, example_inputs)
 
     def _start(self):
         if self.entries is not None:
@@ -150,6 +209,21 @@ class CaptureBackend:
             os.replace(path + ".tmp", path)
         except OSError as e:
             print(f"pt2diff_capture: cannot write {path}: {one_line(e)}", file=sys.stderr)
+
+
+def _backward_link(graph, entries, forward_id):
+    """A backward graph's link to its forward: the forward's id, and which forward outputs its inputs are (the
+    partitioner saves them last among the forward's outputs, in the order the backward reads them; the backward's
+    other inputs are the tangents)."""
+    inputs = [n.name for n in graph.graph.nodes if n.op == "placeholder"]
+    saved = [name for name in inputs if not name.startswith("tangents")]
+    link = {"forward": forward_id, "saved": [], "tangents": [name for name in inputs if name.startswith("tangents")]}
+    forward = next((e for e in entries if e["id"] == forward_id), None)
+    outputs = forward.get("outputs", []) if forward else []
+    if saved and len(saved) <= len(outputs):
+        first = len(outputs) - len(saved)
+        link["saved"] = [{"input": name, "forward_output": first + i} for i, name in enumerate(saved)]
+    return link
 
 
 def _one_line_json(match):

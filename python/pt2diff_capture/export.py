@@ -63,9 +63,10 @@ def export_program(module, args, kwargs=None, core_aten=False):
     except Exception as e:  # noqa: BLE001 - torch.export's message is the point
         raise CaptureError(f"torch.export failed: {one_line(e)}") from e
     sys.stderr.write(chatter.getvalue())
-    used = {n.target for n in ep.graph.nodes if n.op == "call_function"} & PRIMS.keys()
+    prims = _prims()
+    used = {n.target for n in ep.graph.nodes if n.op == "call_function"} & prims.keys()
     if used:
-        ep = ep.run_decompositions({op: PRIMS[op] for op in used})
+        ep = ep.run_decompositions({op: prims[op] for op in used})
     if core_aten:
         ep = ep.run_decompositions()
     return ep, names
@@ -136,6 +137,15 @@ PRIMS = {
         lambda length, *, start, step, dtype, device, requires_grad: torch.ops.aten.arange.start_step(
             start, start + length * step, step, dtype=dtype, device=device),
 }
+
+
+def _prims():
+    """PRIMS, and Inductor's own prims when Inductor registered them (AOTAutograd's graphs, traced with its
+    decompositions: the backward of softmax uses prims.fma), each as its eager implementation computes it."""
+    out = dict(PRIMS)
+    if hasattr(torch.ops.prims, "fma"):  # eager: (a * b) + c, two roundings, as PyTorch runs it outside Inductor
+        out[torch.ops.prims.fma.default] = lambda a, b, c: torch.ops.aten.add.Tensor(torch.ops.aten.mul.Tensor(a, b), c)
+    return out
 
 
 class _FlatInputs(torch.nn.Module):

@@ -97,7 +97,10 @@ def _trace(module, params, frozen, buffers, leaves, spec, n_args, loss_fn):
                 raise CaptureError(f"the loss must be a one-element tensor that depends on the parameters, not "
                                    f"{_what(loss)} (pass loss_fn=, e.g. loss_fn=torch.nn.functional.cross_entropy)")
             setup_stacktrace_preservation_hooks([loss.grad_fn])
-            grads = torch.autograd.grad(loss, list(p.values()), allow_unused=True)
+            # On the calling thread (a CUDA backward runs on the device's own thread otherwise), where the hooks
+            # set the metadata the tracer records.
+            with torch.autograd.set_multithreading_enabled(False):
+                grads = torch.autograd.grad(loss, list(p.values()), allow_unused=True)
         return (loss, *grads)
 
     flat = [t.detach().requires_grad_(True) for t in params.values()]
@@ -172,18 +175,21 @@ def _name_placeholders(gm, param_names, buffer_names, input_names):
 
 
 def _link_backward_to_forward(gm):
-    """Each backward node (meta autograd_backward) gets the forward node of the same sequence number: its stack
-    trace and module path, and its name in `custom` metadata ("backward_of"). The forward node of a sequence number is its first
-    op that computes (not a getitem, a detach, an allocation or an in-place update of a buffer)."""
+    """Each backward node (meta autograd_backward; before torch 2.12, which has no such mark, every node after the
+    loss) gets the forward node of the same sequence number: its stack trace and module path, and its name in
+    `custom` metadata ("backward_of"). The forward node of a sequence number is its first op that computes (not a
+    getitem, a detach, an allocation or an in-place update of a buffer)."""
     skip = {operator.getitem, torch.ops.aten.detach.default, torch.ops.aten.empty.memory_format}
     forward = {}
+    loss = gm.graph.output_node().args[0][0]
+    after_loss = False  # torch before 2.12 marks no node autograd_backward: the backward follows the loss
     for n in gm.graph.nodes:
         if n.op != "call_function":
             continue
         if n.meta.get("nn_module_stack"):  # the root module's entry (path ""): torch.export records none
             n.meta["nn_module_stack"] = {k: v for k, v in n.meta["nn_module_stack"].items() if v[0]}
         seq = n.meta.get("seq_nr")
-        if n.meta.get("autograd_backward"):
+        if n.meta.get("autograd_backward") or after_loss:
             f = forward.get(seq)
             if f is not None:
                 n.meta["stack_trace"] = f.meta.get("stack_trace")
@@ -191,6 +197,7 @@ def _link_backward_to_forward(gm):
                 n.meta["custom"] = {**n.meta.get("custom", {}), "backward_of": f.name}
         elif seq is not None and n.target not in skip and not _writes(n):
             forward.setdefault(seq, n)
+        after_loss = after_loss or n is loss
 
 
 def _writes(n):
