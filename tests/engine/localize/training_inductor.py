@@ -9,11 +9,12 @@ A ctest, label inductor.
   here now (the same ATen ops in the same order: autograd's own backward ops).
 - Clean: convbn (batch norm in train mode, its running statistics judged after the step) and llama_bf16 agree with
   the stock Inductor at the loss, every gradient, every written buffer and every node of the node verdict.
-- Planted bugs in Inductor's decomposition of a backward op (tests/engine/localize/planted_lowering.py), each named
-  at its backward node with the forward node it is the gradient of and its source line:
-  native_layer_norm_backward in mlp_ln (the gradient of a norm), native_batch_norm_backward in convbn (judged with
-  --rule relative: its gradients are small enough for rule same's atol to hide 5%), _softmax_backward_data in
-  llama_bf16 (the gradient of attention's softmax; bf16 absorbs it at the outputs: the node verdict names it).
+- Planted bugs in Inductor's decomposition of a backward op, or its lowering of mm at the weight gradient's shape
+  (tests/engine/localize/planted_lowering.py), each named at its backward node with the forward node it is the
+  gradient of and its source line: in mlp_ln native_layer_norm_backward (the gradient of a norm), gelu_backward
+  (of an activation) and mm at [16, 8] (of a matmul: fc1's weight gradient); native_batch_norm_backward in convbn;
+  _softmax_backward_data in llama_bf16 (the gradient of attention's softmax; bf16 absorbs it at the outputs: the
+  node verdict names it). Runs whose gradients are small enough for rule same's atol to hide 5% use --rule relative.
 Every report is valid against docs/report.schema.json.
 
 On CUDA (PT2DIFF_TEST_DEVICE=cuda, scripts/gpu_test.sh) mlp_ln and convbn are exported there, in bfloat16, at test
@@ -59,12 +60,17 @@ def steps(fixtures, tmp):
     return out
 
 
-def run(step, name, tmp, *flags, plant=None):
+#: Planted ops that the forward also runs, at a shape only the backward gives them: mm at [16, 8] is fc1's weight
+#: gradient (the forward's linears are addmm).
+PLANT_SHAPES = {"mm": "16,8"}
+
+
+def run(step, name, tmp, *flags, plant=None, shape=None):
     report = os.path.join(tmp, f"{name}-{plant or 'stock'}.json")
     env = dict(os.environ)
     compiled = ["--compiled", "inductor"]
     if plant:
-        env.update(PT2DIFF_PLANT_OP=plant, PT2DIFF_PLANT_ERROR="0.05")
+        env.update(PT2DIFF_PLANT_OP=plant, PT2DIFF_PLANT_ERROR="0.05", PT2DIFF_PLANT_SHAPE=shape or "")
         compiled = ["--compiled", f"external:{sys.executable} {BUG_WORKER}"]
     if "--compiled" in flags:
         compiled = []
@@ -143,9 +149,11 @@ def main():
                 expect(len(stats) == 2, f"{name}: the running statistics are judged after the step ({stats})")
         # Planted in a backward op's decomposition: named at the backward node, with its forward node and line.
         for name, op, flags, forward in (("mlp_ln", "native_layer_norm_backward", (), "native_layer_norm"),
+                                         ("mlp_ln", "gelu_backward", ("--rule", "relative"), "gelu"),
+                                         ("mlp_ln", "mm", ("--rule", "relative"), "addmm"),
                                          ("convbn", "native_batch_norm_backward", ("--rule", "relative"), "native_batch_norm"),
                                          ("llama_bf16", "_softmax_backward_data", (), "_softmax")):
-            p, r = run(step[name], name, tmp, *flags, plant=op)
+            p, r = run(step[name], name, tmp, *flags, plant=op, shape=PLANT_SHAPES.get(op))
             expect(r is not None, f"{name}, {op} planted: a report (exit {p.returncode}) {p.stderr[-300:]}")
             if r is None:
                 continue
@@ -153,7 +161,8 @@ def main():
             c = (r.get("localization") or {}).get("culprit") or {}
             first = node(r, (c.get("nodes") or [""])[0])
             print(f"  {name}: {r['verdict']}, culprit {c.get('kind')} {c.get('nodes')}: {(c.get('sources') or [''])[0]}")
-            expect(c.get("kind") == "single_op" and first is not None and first["op"] == f"aten.{op}.default",
+            expect(c.get("kind") == "single_op" and first is not None and first["op"] == f"aten.{op}.default"
+                   and first.get("backward_of"),
                    f"{name}: the culprit is the backward op {op} alone ({c.get('kind')} {c.get('nodes')})")
             if first is not None:
                 expect(first.get("backward_of", "").startswith(forward),
