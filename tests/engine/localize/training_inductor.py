@@ -7,8 +7,8 @@ A ctest, label inductor.
 - The capture is the step PyTorch runs: `--compiled eager --save-outputs` gives the loss, every gradient and the
   running statistics bit-identical to the same model's forward, loss and `loss.backward()` in PyTorch eager, run
   here now (the same ATen ops in the same order: autograd's own backward ops).
-- Clean: convbn (batch norm in train mode, its running statistics judged after the step) and llama_bf16 agree with
-  the stock Inductor at the loss, every gradient, every written buffer and every node of the node verdict.
+- Clean: convbn (batch norm in train mode, its running statistics judged after the step) and, on CUDA, llama_bf16
+  agree with the stock Inductor at the loss, every gradient, every written buffer and every node of the node verdict.
 - Planted bugs in Inductor's decomposition of a backward op, or its lowering of mm at the weight gradient's shape
   (tests/engine/localize/planted_lowering.py), each named at its backward node with the forward node it is the
   gradient of and its source line: in mlp_ln native_layer_norm_backward (the gradient of a norm), gelu_backward
@@ -133,7 +133,9 @@ def main():
             for k, v in want.items():
                 expect(k in got and torch.equal(got[k], v), f"{name}: {k} bit-identical to PyTorch's backward")
         # Clean: the stock Inductor agrees at every gradient, buffer and node.
-        for name in ("convbn", "llama_bf16"):
+        # llama_bf16's clean step on the GPU only: on the 2-core CPU its cold compiles cost the suite 40 s, and its
+        # planted run below judges every other node of it (measured clean by hand: docs/training.md).
+        for name in ("convbn",) if DEVICE == "cpu" else ("convbn", "llama_bf16"):
             p, r = run(step[name], name, tmp)
             expect(p.returncode == 0 and r is not None and r["verdict"] == "agree",
                    f"{name}: a clean step agrees with the stock Inductor (exit {p.returncode}) {p.stderr[-300:]}")
