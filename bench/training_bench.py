@@ -29,6 +29,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import minifier_bench  # noqa: E402  (its machine(): the results' caption)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULT = os.path.join(ROOT, "bench", "results", "training.json")
 STEPS = ["mlp_ln", "convbn", "llama_bf16"]
@@ -107,16 +110,6 @@ def seed_cache(cache):
         shutil.copy(os.path.join(seed, "vec_isa_probes.json"), cache)
 
 
-def machine(python):
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), model)
-    with open("/proc/meminfo") as f:
-        mem_kib = int(f.readline().split()[1])
-    cxx = subprocess.run(["c++", "--version"], capture_output=True, text=True).stdout.splitlines()
-    return {"cpu": model, "cores": os.cpu_count(), "memory_gib": round(mem_kib / 2**20), "compiler": cxx[0] if cxx else "unknown"}
-
-
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--child":
         return child(sys.argv[2], sys.argv[3])
@@ -132,7 +125,7 @@ def main():
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     torch_version = subprocess.run([a.python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True).stdout.strip()
     res = {"section": "training", "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-           "commit": rev + ("-dirty" if dirty else ""), "runner": "bench/training_bench.py", "machine": machine(a.python),
+           "commit": rev + ("-dirty" if dirty else ""), "runner": "bench/training_bench.py", "machine": minifier_bench.machine(a.python, "cpu"),
            "torch": torch_version,
            "commands": [{"argv": ["python", "bench/training_bench.py", "build/pt2diff", "--steps", a.steps], "note": a.note}],
            "data": {"rows": rows}}
