@@ -20,6 +20,7 @@ class SharedRegion final : public CompiledRegion {
     return out;
   }
   KernelMap kernel_map() const override { return region_->kernel_map(); }
+  std::optional<ShapeCompile> shapes() const override { return region_->shapes(); }
 
  private:
   std::shared_ptr<CompiledRegion> region_;

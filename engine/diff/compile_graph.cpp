@@ -22,6 +22,7 @@ std::optional<std::vector<c10::IValue>> compile_and_run(Backend& backend, const 
     rec.compile_seconds = backend.last_compile_seconds();
     outputs = compiled->run(inputs);
     rec.run_seconds = compiled->last_run_seconds();
+    rec.shapes = compiled->shapes();
     rec.ok = true;
     if (kernel_map && region.observe) *kernel_map = compiled->kernel_map();
   } catch (const BackendFailure& f) {

@@ -76,6 +76,10 @@ std::vector<OptionSpec> make_table() {
   t.push_back(field({"--no-tf32", "no_tf32", kAll, K::Switch,
                      "TF32 off for matmuls and cuDNN convolutions (CUDA), eager and compiled alike"},
                     [](DiffOptions& o) -> bool& { return o.backend.no_tf32; }, ""));
+  t.push_back(field({"--static", "static_shapes", kAll, K::Switch,
+                     "compile at the inputs' sizes (dynamic=False) even where the archive exported a dim dynamic; default: those "
+                     "dims compile symbolic, as torch.compile compiles dims marked dynamic (docs/dynamic-shapes.md)"},
+                    [](DiffOptions& o) -> bool& { return o.backend.static_shapes; }, ""));
   t.push_back(field({"--timeout", "timeout", kAll, K::Real,
                      "seconds one compile or run may take before the worker is killed and the failure reported", {}, 0},
                     [](DiffOptions& o) -> double& { return o.backend.timeout_seconds; }, "12.5"));

@@ -75,12 +75,25 @@ json outputs_json(const DiffResult& r) {
   return outputs;
 }
 
+json shapes_json(const ShapeCompile& s) {
+  auto dims = [](const std::vector<DynamicDim>& list) {
+    json out = json::array();
+    for (const DynamicDim& d : list)
+      out.push_back({{"input", d.input}, {"dim", d.dim >= 0 ? json(d.dim) : json(nullptr)}, {"symbol", d.symbol},
+                     {"min", d.min ? json(*d.min) : json(nullptr)}, {"max", d.max ? json(*d.max) : json(nullptr)}});
+    return out;
+  };
+  return {{"mode", s.mode}, {"why_static", s.why_static}, {"dims", dims(s.dims)}, {"symbols", dims(s.symbols)},
+          {"guards", s.guards}, {"recompiles", s.recompiles}};
+}
+
 json compiles_json(const DiffResult& r) {
   json compiles = json::array();
   for (const CompileRecord& c : r.compiles)
     compiles.push_back({{"what", c.what}, {"nodes", c.nodes}, {"ok", c.ok}, {"failure", failure_kind_name(c.failure)}, {"message", c.message},
                         {"compile_seconds", c.compile_seconds}, {"run_seconds", c.run_seconds},
-                        {"worker_start_seconds", c.worker_start_seconds}});
+                        {"worker_start_seconds", c.worker_start_seconds},
+                        {"shapes", c.shapes ? shapes_json(*c.shapes) : json(nullptr)}});
   return compiles;
 }
 

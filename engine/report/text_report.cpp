@@ -29,6 +29,29 @@ bool graph_failed(const DiffResult& r) {
   return failed;
 }
 
+/// "[2, 64]", "[2, inf]": a dim's range.
+std::string range_text(const DynamicDim& d) {
+  return fmt::format("[{}, {}]", d.min ? std::to_string(*d.min) : "-inf", d.max ? std::to_string(*d.max) : "inf");
+}
+
+}  // namespace
+
+std::string shapes_line(const ShapeCompile& s) {
+  std::vector<std::string> parts;
+  if (s.mode == "dynamic") {
+    for (const DynamicDim& d : s.symbols) parts.push_back(fmt::format("{} in {}", d.input, range_text(d)));
+    std::string text = fmt::format("dynamic: {}", parts.empty() ? "(no symbol kept)" : fmt::format("{}", fmt::join(parts, ", ")));
+    text += s.guards.empty() ? "; no other guard" : fmt::format("; guards: {}", fmt::join(s.guards, ", "));
+    if (s.recompiles) text += fmt::format("; {} recompile{} (a guard failed at the sizes run)", s.recompiles, s.recompiles == 1 ? "" : "s");
+    return text;
+  }
+  for (const DynamicDim& d : s.dims)
+    parts.push_back(d.dim >= 0 ? fmt::format("{}.size({}) ({})", d.input, d.dim, d.symbol) : fmt::format("{} ({})", d.input, d.symbol));
+  return fmt::format("static: {}; the archive's dynamic dims {}", s.why_static, fmt::join(parts, ", "));
+}
+
+namespace {
+
 /// Each compile: its size and times, or why it failed.
 void compiles_block(std::string& out, const DiffResult& r) {
   if (r.compiles.empty()) return;
@@ -39,6 +62,7 @@ void compiles_block(std::string& out, const DiffResult& r) {
                             c.worker_start_seconds >= 0.005 ? fmt::format("  (its worker started in {:.2f} s)", c.worker_start_seconds) : ""));
     else
       line(out, fmt::format("  {:<12} {:>5} nodes  FAILED ({}): {}", c.what, c.nodes, failure_kind_name(c.failure), c.message));
+    if (c.shapes && !c.shapes->dims.empty()) line(out, "  " + std::string(13, ' ') + shapes_line(*c.shapes));
   }
   line(out, "");
 }

@@ -220,22 +220,57 @@ class WorkerRegion final : public CompiledRegion {
  public:
   /// `map_status`: for a region compiled with RegionSpec::observe, "" when the worker observes its code,
   /// else why not (kept as the kernel map's `unavailable`).
-  WorkerRegion(WorkerBackend& backend, std::string id, RegionSpec region, std::string map_status)
-      : backend_(backend), id_(std::move(id)), region_(std::move(region)) {
+  WorkerRegion(WorkerBackend& backend, std::string id, RegionSpec region, std::string map_status, std::optional<ShapeCompile> shapes)
+      : backend_(backend), id_(std::move(id)), region_(std::move(region)), shapes_(std::move(shapes)) {
     map_.unavailable = std::move(map_status);
   }
   std::vector<c10::IValue> run(const std::vector<c10::IValue>& inputs) override {
     const bool observe = region_.observe && map_.unavailable.empty();
-    return backend_.run(id_, region_, inputs, last_run_seconds_, observe ? &map_ : nullptr);
+    return backend_.run(id_, region_, inputs, last_run_seconds_, observe ? &map_ : nullptr, shapes_ ? &*shapes_ : nullptr);
   }
   KernelMap kernel_map() const override { return map_; }
+  std::optional<ShapeCompile> shapes() const override { return shapes_; }
 
  private:
   WorkerBackend& backend_;
   std::string id_;
   RegionSpec region_;
   KernelMap map_;
+  std::optional<ShapeCompile> shapes_;
 };
+
+/// A compile reply's `shapes` (docs/worker-protocol.md), nullopt when absent or not an object.
+std::optional<ShapeCompile> read_shapes(const json& reply) {
+  if (!reply.contains("shapes") || !reply["shapes"].is_object()) return std::nullopt;
+  const json& j = reply["shapes"];
+  auto bound = [](const json& d, const char* key) -> std::optional<int64_t> {
+    return d.contains(key) && d[key].is_number_integer() ? std::optional<int64_t>(d[key].get<int64_t>()) : std::nullopt;
+  };
+  auto dims = [&](const char* key, const char* name_key) {
+    std::vector<DynamicDim> out;
+    if (!j.contains(key) || !j[key].is_array()) return out;
+    for (const json& d : j[key]) {
+      if (!d.is_object()) continue;
+      DynamicDim dim;
+      dim.input = d.value(name_key, "");
+      dim.dim = d.contains("dim") && d["dim"].is_number_integer() ? d["dim"].get<int64_t>() : -1;
+      dim.symbol = d.value("symbol", "");
+      dim.min = bound(d, "min");
+      dim.max = bound(d, "max");
+      out.push_back(std::move(dim));
+    }
+    return out;
+  };
+  ShapeCompile s;
+  s.mode = j.value("mode", "");
+  s.why_static = j.value("why_static", "");
+  s.dims = dims("dims", "input");
+  s.symbols = dims("symbols", "source");
+  if (j.contains("guards") && j["guards"].is_array())
+    for (const json& g : j["guards"])
+      if (g.is_string()) s.guards.push_back(g.get<std::string>());
+  return s;
+}
 
 struct WorkerBackend::Impl {
   const Program& program;
@@ -504,6 +539,7 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile_with(const RegionSpec& re
   if (settings.no_tf32) globals["tf32"] = false;
   json req = {{"op", "compile"}, {"region", id},        {"nodes", nodes},   {"inputs", inputs},
               {"outputs", outputs}, {"exploded", region.exploded}, {"config", config}, {"settings", globals},
+              {"dynamic", !settings.static_shapes},
               {"example_inputs", impl_->write_values(region, example_inputs, id + "-example")}};
   if (region.observe) req["observe"] = true;
   if (!region.eager.empty()) {
@@ -530,7 +566,7 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile_with(const RegionSpec& re
                                                          "docs/worker-protocol.md)", impl_->label)
                                            : fmt::format("the {} cannot give it: {}", impl_->label, map_status);
   }
-  return std::make_unique<WorkerRegion>(*this, id, region, map_status);
+  return std::make_unique<WorkerRegion>(*this, id, region, map_status, read_shapes(reply));
 }
 
 double WorkerBackend::startup_seconds() const { return impl_->startup_seconds; }
@@ -559,7 +595,7 @@ std::vector<std::string> WorkerBackend::export_region(const RegionSpec& region, 
 }
 
 std::vector<c10::IValue> WorkerBackend::run(const std::string& region_id, const RegionSpec& region, const std::vector<c10::IValue>& inputs,
-                                            double& seconds, KernelMap* observed) {
+                                            double& seconds, KernelMap* observed, ShapeCompile* shapes) {
   const Graph& g = impl_->program.ir.graph;
   const std::string in = impl_->write_values(region, inputs, region_id + "-in");
   const std::string out = (impl_->dir / fmt::format("{}-out-{}.pt", region_id, ++impl_->files)).string();
@@ -570,6 +606,15 @@ std::vector<c10::IValue> WorkerBackend::run(const std::string& region_id, const 
   const std::string activity = "running " + region.describe(g);
   json reply = impl_->request(req, activity, BackendFailure::Kind::RunFailed, region_id);
   seconds = reply.value("seconds", 0.0);
+  if (shapes && reply.contains("recompiled") && reply["recompiled"].is_object()) {
+    // A guard failed at these inputs' sizes: the worker's torch.compile compiled again (docs/dynamic-shapes.md).
+    shapes->recompiles += reply["recompiled"].value("compiles", int64_t{1});
+    if (reply["recompiled"].contains("guards") && reply["recompiled"]["guards"].is_array()) {
+      shapes->guards.clear();
+      for (const json& g : reply["recompiled"]["guards"])
+        if (g.is_string()) shapes->guards.push_back(g.get<std::string>());
+    }
+  }
   std::error_code ec;
   fs::remove(in, ec);
   if (!fs::exists(out)) {

@@ -41,9 +41,10 @@ class WorkerBackend final : public Backend {
                                          const std::string& inputs_file);
 
   /// Runs a region compiled by this backend (CompiledRegion::run() calls it); with `observed`, the
-  /// kernel map of the run too (the worker's `observed_file`: docs/worker-protocol.md).
+  /// kernel map of the run too (the worker's `observed_file`: docs/worker-protocol.md); with `shapes`, a recompile
+  /// the run caused is counted there.
   std::vector<c10::IValue> run(const std::string& region_id, const RegionSpec& region, const std::vector<c10::IValue>& inputs,
-                               double& seconds, KernelMap* observed = nullptr);
+                               double& seconds, KernelMap* observed = nullptr, ShapeCompile* shapes = nullptr);
 
  private:
   struct Impl;

@@ -52,6 +52,10 @@ struct BackendOptions {
   /// TF32 off in the worker for matmuls and cuDNN convolutions alike (torch.backends.cuda.matmul and
   /// torch.backends.cudnn .allow_tf32 = False); cuDNN's default is on. Only CUDA has TF32.
   bool no_tf32 = false;
+  /// Compile every size as the inputs give it (torch.compile's dynamic=False) even where the archive exported a dim
+  /// dynamic; false: those dims compile symbolic, as torch.compile compiles dims marked dynamic and AOTInductor
+  /// compiles an export's (docs/dynamic-shapes.md).
+  bool static_shapes = false;
   /// Bytes each worker process (and the compilers it starts) may allocate: its RLIMIT_DATA, so that an
   /// oversized case fails as FailureKind::OutOfMemory instead of waking the kernel's OOM killer. 0: no
   /// limit. diff() sets it from DiffOptions::max_memory: the bytes it names; for 0, the memory available

@@ -119,6 +119,28 @@ struct NodeVerdict {
   std::optional<NodeConfirmation> confirmation;  ///< when localization ran on a finding
 };
 
+/// A dim the compile saw as a size that varies: a graph input's dim the archive exported dynamic
+/// (torch.export.Dim), or a symbol of the compile's own (its ShapeEnv).
+struct DynamicDim {
+  std::string input;   ///< the graph input ("x"), or the compile's name of the dim ("x.size(0)")
+  int64_t dim = -1;    ///< the dim of `input`; -1 for an int input that holds a size, or a compile symbol
+  std::string symbol;  ///< the archive's symbol ("s77", "2*s77") or the compile's
+  std::optional<int64_t> min, max;  ///< the range (nullopt: unbounded, or a derived dim bounded by its symbols)
+};
+
+/// How a compile treated the graph's dynamic dims (docs/dynamic-shapes.md): compiled symbolic ("dynamic", as
+/// torch.compile compiles dims marked dynamic), or specialized to the sizes it was given ("static").
+struct ShapeCompile {
+  std::string mode;                 ///< "dynamic" or "static"
+  std::string why_static;           ///< when static: no dynamic dim, --static, or what forced a size
+  std::vector<DynamicDim> dims;     ///< the region inputs' dims the archive exported dynamic
+  std::vector<DynamicDim> symbols;  ///< the compile's symbols: input = "x.size(0)", the range it assumed
+  /// The guards the compile made, in the inputs' terms ("Eq(8*sigmoid.size(0), 4*mul)"): conditions a call at other
+  /// sizes must meet to run the same compiled code; the ranges of `symbols` are guards too and not repeated.
+  std::vector<std::string> guards;
+  int64_t recompiles = 0;           ///< compiles past the first its runs caused (a guard failed at their sizes)
+};
+
 /// One compile the run asked for, and how it went.
 struct CompileRecord {
   std::string what;          ///< "graph" (the whole graph, fused) or "exploded" (every op on its own)
@@ -132,6 +154,9 @@ struct CompileRecord {
   /// its device: Backend::startup_seconds()), 0 when it was running already; for a compile run ahead
   /// (DiffOptions::overlap) the start of its own worker, made beside the reference runs.
   double worker_start_seconds = 0;
+  /// How the compiler treated the graph's dynamic dims; nullopt for a backend that does not say (eager, fault,
+  /// external, an AOTI package given ready-made).
+  std::optional<ShapeCompile> shapes;
 };
 
 struct OutputVerdict {
@@ -229,6 +254,9 @@ bool counts_as_failing(const DiffResult& result);
 
 /// The readable report.
 std::string to_text(const DiffResult& result);
+/// One line on a compile's dynamic dims: "dynamic: x.size(0) in [2, 64]; no other guard", or "static: WHY; the
+/// archive's dynamic dims x.size(0) (s77)" (the report's compiles block, the size sweep's header).
+std::string shapes_line(const ShapeCompile& shapes);
 /// A few lines for a test failure or a log: each failing output with the rule's numbers, the culprit
 /// (nodes, ops, source lines, module paths, errors), each hint's finding, summary and suggestion, the
 /// repro command; or why the compiler failed. "agrees: ..." with the worst margin when nothing failed.

@@ -14,7 +14,7 @@ import traceback
 
 import torch
 
-from . import distinct_ops, kernel_map, regions, training
+from . import distinct_ops, kernel_map, regions, shapes, training
 from .archive import Archive
 from .protocol import PROTOCOL, Failure, describe, failure_kind
 
@@ -152,16 +152,25 @@ class Worker:
                            "graphs): its backward kernels are not the archive's nodes")
             observe = kernel_map.patch(req["nodes"]) if not why_not else contextlib.nullcontext()
             payloads = None
+            # Dynamic shapes: the dims the archive exported dynamic are compiled symbolic, as torch.compile compiles
+            # them once marked (shapes.py), unless the request says "dynamic": false (--static).
+            dims = [] if step else shapes.dynamic_dims(self.by_name, input_names, self.program.range_constraints)
+            dynamic = bool(dims) and bool(req.get("dynamic", True))
+            recorder = shapes.Recorder()
+            specialized = ""
+            if dynamic and not aoti:
+                shapes.mark(example, dims)
             if aoti:
                 with patch, observe, torch.no_grad(), torch_settings(settings):
-                    compiled, payloads = self.compile_aoti(req["region"], gm, example, observed=not why_not)
+                    compiled, payloads = self.compile_aoti(req["region"], gm, example, observed=not why_not,
+                                                           dims=dims if dynamic else [])
             elif step:
                 # A whole training step: its forward through torch.compile, the gradients by autograd through it
                 # (AOTAutograd's partition and Inductor's backward: training.py). The first call compiles both.
                 compiled = training.compile_step(self.archive, req["nodes"], input_names, req["outputs"])
                 with patch, torch_settings(settings):
                     compiled(*example)
-            elif (p := self.distinct_plan(req, gm, example, eager, observed=not why_not)) is not None:
+            elif not dynamic and (p := self.distinct_plan(req, gm, example, eager, observed=not why_not)) is not None:
                 # A model's repeated layers: each distinct op compiled once, run once per occurrence.
                 def compile_fn(module):
                     return torch.compile(module, backend="inductor", fullgraph=True, dynamic=False)
@@ -172,15 +181,31 @@ class Worker:
                     compiled.first_call(example)
             else:
                 # Nodes left eager break the graph (torch.compiler.disable): the pieces between them compile.
-                compiled = torch.compile(gm, backend="inductor", fullgraph=not eager, dynamic=False)
-                with patch, observe, torch.no_grad(), torch_settings(settings):
-                    compiled(*example)
+                compiled = torch.compile(gm, backend=recorder.backend, fullgraph=not eager,
+                                         dynamic=None if dynamic else False)
+                try:
+                    with patch, observe, torch.no_grad(), torch_settings(settings), shapes.dynamic_ints(dims if dynamic else []):
+                        compiled(*example)
+                except Exception as e:  # noqa: BLE001
+                    if not (dynamic and shapes.is_specialization(e)):
+                        raise
+                    # The program forces a dim the archive calls dynamic to one size: compiled as torch.compile would
+                    # with maybe_mark_dynamic, the specialization said in the reply.
+                    specialized = describe(e)
+                    example = self.region_inputs(req["example_inputs"], input_names, written)
+                    shapes.mark(example, dims, strict=False)
+                    recorder = shapes.Recorder()
+                    compiled = torch.compile(gm, backend=recorder.backend, fullgraph=not eager, dynamic=None)
+                    with patch, observe, torch.no_grad(), torch_settings(settings):
+                        compiled(*example)
         except Failure:
             raise
         except Exception as e:  # noqa: BLE001 - the compiler's message is the point
             raise Failure(failure_kind(e, "compile_failed"), describe(e), traceback.format_exc())
-        self.regions[req["region"]] = (compiled, input_names, settings, payloads, written, list(req["outputs"]))
+        self.regions[req["region"]] = (compiled, input_names, settings, payloads, written, list(req["outputs"]), recorder)
         reply = {"eager": len(eager)} if eager else {}  # how many nodes were left eager: the engine checks
+        if not step:
+            reply["shapes"] = recorder.describe(dims, dynamic, aoti, specialized)
         if req.get("observe"):
             reply["kernel_map"] = why_not or "available"
         return reply
@@ -190,7 +215,8 @@ class Worker:
         region = self.regions.get(req["region"])
         if region is None:
             raise Failure("bad_request", f"no compiled region '{req['region']}'")
-        compiled, input_names, settings, payloads, written, output_names = region
+        compiled, input_names, settings, payloads, written, output_names, recorder = region
+        compiles = recorder.compiles
         inputs = self.region_inputs(req["inputs"], input_names, written)
         observing = "observed_file" in req
         saved_dir = None
@@ -220,6 +246,8 @@ class Worker:
         outputs, casts = self.as_declared(outputs, output_names)
         torch.save(outputs, req["outputs_file"])
         reply = {"casts": casts} if casts else {}
+        if recorder.compiles > compiles:  # a guard failed at these sizes: Dynamo compiled again (shapes.py)
+            reply["recompiled"] = {"compiles": recorder.compiles - compiles, "guards": recorder.guards}
         if not observing:
             return reply
         torch.save([t for _, t in observed], req["observed_file"])
@@ -248,12 +276,14 @@ class Worker:
             print("pt2diff worker: compiled outputs cast to the graph's dtypes: " + "; ".join(casts), file=sys.stderr)
         return out, casts
 
-    def compile_aoti(self, region, gm, example, observed):
+    def compile_aoti(self, region, gm, example, observed, dims=()):
         """`gm` exported on `example` and compiled by AOTInductor into a package (in the worker's scratch
         directory), loaded as a deployed model is: returns (the loaded runner, (the payloads of its save
         lines, each kernel's source by name) when `observed`, else None). An observed compile bypasses Inductor's caches: the payloads
-        are made while the code is generated, which a cache hit skips."""
-        ep = torch.export.export(gm.to(self.device), tuple(example), strict=False)
+        are made while the code is generated, which a cache hit skips. `dims` (shapes.dynamic_dims): exported dynamic,
+        as the archive was, so that the package's kernels take those sizes at run time."""
+        ep = torch.export.export(gm.to(self.device), tuple(example), strict=False,
+                                 dynamic_shapes=shapes.export_dims(dims, len(example)) if dims else None)
         package = os.path.join(self.workdir(), f"{region}.pt2")
         from torch._inductor import config as inductor_config
         if observed:

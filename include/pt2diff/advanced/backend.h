@@ -26,6 +26,7 @@
 #include "pt2diff/graph.h"
 #include "pt2diff/program.h"
 #include "pt2diff/region.h"
+#include "pt2diff/results.h"
 
 namespace pt2diff {
 
@@ -72,6 +73,9 @@ class CompiledRegion {
   /// The kernel map of the last run() of a region compiled with RegionSpec::observe: its buffers, or why
   /// there are none (this base: the backend gives none).
   virtual KernelMap kernel_map() const { return {"the backend does not observe its compiled code", {}, {}}; }
+  /// How the compile treated the graph's dynamic dims, with the recompiles its runs so far caused
+  /// (docs/dynamic-shapes.md); nullopt when the backend does not say.
+  virtual std::optional<ShapeCompile> shapes() const { return std::nullopt; }
 
  protected:
   double last_run_seconds_ = 0;
