@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
                       pt2diff::cli::make_explain_command()});
   commands.push_back({"sweep", "judge one set of runs at a grid of tolerances: verdicts, failing nodes, the tolerance each output needs",
                       pt2diff::cli::make_sweep_command()});
+  commands.push_back({"sizes", "judge one dynamic compile at every size of the graph's dynamic dims: verdict, worst ratio and culprit per size "
+                               "(docs/dynamic-shapes.md)",
+                      pt2diff::cli::make_sizes_command()});
 
   // Listed in --help only: main() hands `batch` to Python before parsing.
   app.add_subcommand("batch", "triage a corpus of graphs (capture dirs, manifests, folders of .pt2), locally or on Ray (docs/batch.md)")

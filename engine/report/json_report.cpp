@@ -251,6 +251,8 @@ json stages_json(const DiffResult& r) {
 }
 }  // namespace
 
+std::string shapes_to_json(const ShapeCompile& shapes) { return shapes_json(shapes).dump(); }
+
 std::string hints_to_json(const std::vector<Hint>& hints) { return hints_json(hints).dump(2) + "\n"; }
 
 std::string to_json(const DiffResult& r) {

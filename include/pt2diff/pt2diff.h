@@ -26,6 +26,7 @@
 #include "pt2diff/options.h"
 #include "pt2diff/program.h"
 #include "pt2diff/results.h"
+#include "pt2diff/sizes.h"
 #include "pt2diff/sweep.h"
 #include "pt2diff/values.h"
 #include "pt2diff/verdict.h"

@@ -257,6 +257,8 @@ std::string to_text(const DiffResult& result);
 /// One line on a compile's dynamic dims: "dynamic: x.size(0) in [2, 64]; no other guard", or "static: WHY; the
 /// archive's dynamic dims x.size(0) (s77)" (the report's compiles block, the size sweep's header).
 std::string shapes_line(const ShapeCompile& shapes);
+/// The same as JSON (docs/report.schema.json, $defs/shape_compile).
+std::string shapes_to_json(const ShapeCompile& shapes);
 /// A few lines for a test failure or a log: each failing output with the rule's numbers, the culprit
 /// (nodes, ops, source lines, module paths, errors), each hint's finding, summary and suggestion, the
 /// repro command; or why the compiler failed. "agrees: ..." with the worst margin when nothing failed.

@@ -13,6 +13,10 @@ Configured by the environment, so that child processes inherit it:
   Inductor reinplaced into its input writes; "copy_" with 1: what Inductor copies back into a written input);
 - PT2DIFF_PLANT_SHAPE: if set ("2,4,8,8"), only results of that shape are wrong: the bug is in one op
   at one shape, as real lowering bugs often are; unset, every shape;
+- PT2DIFF_PLANT_WHERE: if set, which elements are wrong: "tail:N" only those past the last multiple of N of the
+  flattened result (a vectorized loop's tail of N lanes: the error shows only at sizes that are not multiples of N);
+  "dynamic" only the last row, and only when the result's size is symbolic (a mask that a dynamic compile gets wrong
+  and a static one does not); unset, every element (docs/dynamic-shapes.md);
 - PT2DIFF_PLANT_LOG: if set, a file that gets one line per Inductor compile ("compile NODES PID": the
   FX graph's call_function nodes) and per wrong lowering applied ("planted SHAPE PID"), appended by every
   process, to count them.
@@ -80,6 +84,9 @@ def plant():
         got = _shape(result)
         if shape is not None and got != shape:
             return result
+        where = os.environ.get("PT2DIFF_PLANT_WHERE", "").strip()
+        if where:
+            return _wrong_where(result, where, float(error))
         _log(f"planted {'x'.join(map(str, got or ()))}")
         if error == "nan":
             return lowering.lowerings[torch.ops.aten.log.default](lowering.lowerings[torch.ops.aten.neg.default](result))
@@ -87,6 +94,42 @@ def plant():
 
     lowering.lowerings[overload] = wrong
     _count_compiles(graph)
+
+
+def _wrong_where(result, where, error):
+    """`result` (a lowering's TensorBox) scaled by (1 + error) only at some elements, decided in the generated kernel
+    from its index and its (possibly symbolic) sizes: "tail:N" past the last multiple of N of the flattened result,
+    "dynamic" the last row when the size is symbolic (a static size leaves the result right)."""
+    import sympy
+    import torch
+    from torch._inductor import ir
+    from torch._inductor.virtualized import ops
+    from torch.utils._sympy.functions import FloorDiv
+
+    size = list(result.get_size())
+    dtype = result.get_dtype()
+    symbolic = any(not sympy.sympify(s).is_number for s in size)
+    if where == "dynamic" and not symbolic:
+        return result
+    _log(f"planted {where} {'x'.join(map(str, size))}")
+    loader = result.make_loader()
+    numel = sympy.Integer(1)
+    for s in size:
+        numel = numel * s
+    lanes = int(where.partition(":")[2] or 16) if where.startswith("tail") else 0
+
+    def inner_fn(index):
+        value = loader(index)
+        if lanes:
+            flat, stride = sympy.Integer(0), sympy.Integer(1)
+            for i, s in reversed(list(zip(index, size))):
+                flat, stride = flat + i * stride, stride * s
+            wrong = ops.ge(ops.index_expr(flat, torch.int64), ops.index_expr(FloorDiv(numel, lanes) * lanes, torch.int64))
+        else:
+            wrong = ops.ge(ops.index_expr(index[0], torch.int64), ops.index_expr(size[0] - 1, torch.int64))
+        return ops.where(wrong, ops.mul(value, ops.constant(1.0 + error, dtype)), value)
+
+    return ir.Pointwise.create(device=result.get_device(), dtype=dtype, inner_fn=inner_fn, ranges=size)
 
 
 def _plant_in_decomposition(op, error, shape):

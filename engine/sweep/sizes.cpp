@@ -1,0 +1,296 @@
+// engine/sweep/sizes.cpp — size sweeps (pt2diff/sizes.h): the dims a graph was exported dynamic, each run at a
+// set of sizes through one backend that compiles every region once, judged per size, the smallest failing size
+// localized.
+#include "pt2diff/sizes.h"
+
+#include <ATen/ops/arange.h>
+#include <ATen/ops/index_select.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "engine/backends/backends.h"
+#include "pt2diff/advanced/backend.h"
+#include "pt2diff/error.h"
+#include "pt2diff/inputs.h"
+#include "pt2diff/program.h"
+
+namespace pt2diff {
+
+namespace {
+
+double elapsed_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// The graph input value of a bound entry, when it is a tensor input with metadata.
+const Value* tensor_input(const Program& p, const BoundInputs::Entry& e) {
+  const InputSpec& spec = p.ir.input_specs.at(e.spec_index);
+  if (spec.kind == InputSpec::Kind::ConstantInput || spec.arg.kind != Argument::Kind::Tensor) return nullptr;
+  const Value& v = p.ir.graph.value(spec.arg.as<ValueId>());
+  return v.meta ? &v : nullptr;
+}
+
+/// Each dynamic symbol of the bound inputs' dims, with the first "x.size(0)" that carries it.
+std::map<std::string, std::string> input_symbols(const Program& p, const BoundInputs& in) {
+  std::map<std::string, std::string> out;
+  for (const BoundInputs::Entry& e : in.entries)
+    if (const Value* v = tensor_input(p, e))
+      for (size_t d = 0; d < v->meta->sizes.size(); ++d) {
+        const std::string& expr = v->meta->sizes[d].expr;
+        if (!expr.empty() && in.symbols.count(expr)) out.emplace(expr, fmt::format("{}.size({})", e.name, d));
+      }
+  return out;
+}
+
+std::string range_text(const Program& p, const std::string& symbol) {
+  auto r = p.ir.range_constraints.find(symbol);
+  if (r == p.ir.range_constraints.end()) return "[?, inf]";
+  return fmt::format("[{}, {}]", r->second.min ? std::to_string(*r->second.min) : "0",
+                     r->second.max ? std::to_string(*r->second.max) : "inf");
+}
+
+/// The symbol a --dim names ("s77", or "x.size(0)"), or why it cannot be swept.
+std::pair<std::string, std::string> resolve_dim(const Program& p, const BoundInputs& in, const std::string& name,
+                                                const std::map<std::string, std::string>& symbols) {
+  std::string known;
+  for (const auto& [sym, where] : symbols) known += fmt::format("{}{} ({})", known.empty() ? "" : ", ", sym, where);
+  if (known.empty()) known = "none";
+  if (symbols.count(name)) return {name, ""};
+  const auto open = name.find(".size(");
+  if (open != std::string::npos && name.back() == ')') {
+    const std::string input = name.substr(0, open);
+    const std::string dim_text = name.substr(open + 6, name.size() - open - 7);
+    for (const BoundInputs::Entry& e : in.entries) {
+      if (e.name != input) continue;
+      const Value* v = tensor_input(p, e);
+      char* end = nullptr;
+      const long d = std::strtol(dim_text.c_str(), &end, 10);
+      if (!v || end == dim_text.c_str() || *end || d < 0 || static_cast<size_t>(d) >= v->meta->sizes.size())
+        return {"", fmt::format("--dim {}: input '{}' has no dim {} (the graph's dynamic dims: {})", name, input, dim_text, known)};
+      const SymInt& s = v->meta->sizes[static_cast<size_t>(d)];
+      if (s.is_static())
+        return {"", fmt::format("--dim {}: that dim is static ({}) in the archive: re-export with a dynamic dim (torch.export.Dim) "
+                                "to vary it (the graph's dynamic dims: {})", name, *s.value, known)};
+      if (!symbols.count(s.expr))
+        return {"", fmt::format("--dim {}: that dim is {}, derived from other symbols: sweep those (the graph's dynamic dims: {})",
+                                name, s.expr, known)};
+      return {s.expr, ""};
+    }
+    return {"", fmt::format("--dim {}: the graph has no input '{}' (the graph's dynamic dims: {})", name, input, known)};
+  }
+  return {"", fmt::format("--dim {}: not a dynamic dim of the graph's inputs (the graph's dynamic dims: {})", name, known)};
+}
+
+/// The sum of the recompiles the run's compiled regions report (cumulative: regions are shared between sizes).
+int64_t recompiles_so_far(const DiffResult& r) {
+  int64_t n = 0;
+  for (const CompileRecord& c : r.compiles)
+    if (c.shapes) n += c.shapes->recompiles;
+  return n;
+}
+
+}  // namespace
+
+SizeDim parse_size_dim(const std::string& spec) {
+  SizeDim d;
+  const auto eq = spec.find('=');
+  d.name = spec.substr(0, eq);
+  if (d.name.empty()) throw Error(Error::Kind::Usage, fmt::format("--dim '{}': expected SYMBOL=N,N,... or INPUT.size(D)=N,N,...", spec));
+  if (eq == std::string::npos) return d;
+  std::string rest = spec.substr(eq + 1);
+  size_t at = 0;
+  while (at <= rest.size()) {
+    const size_t comma = std::min(rest.find(',', at), rest.size());
+    const std::string item = rest.substr(at, comma - at);
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end || v < 0)
+      throw Error(Error::Kind::Usage, fmt::format("--dim '{}': '{}' is not a size (a non-negative integer)", spec, item));
+    d.sizes.push_back(v);
+    at = comma + 1;
+  }
+  std::sort(d.sizes.begin(), d.sizes.end());
+  d.sizes.erase(std::unique(d.sizes.begin(), d.sizes.end()), d.sizes.end());
+  return d;
+}
+
+std::vector<int64_t> default_sizes(int64_t min, std::optional<int64_t> max) {
+  const int64_t hi = max.value_or(4096);
+  std::set<int64_t> s = {min, hi, 1, 3, 5, 7, 11, 13};
+  for (int64_t p = 2; p <= hi * 2 && p > 0; p *= 2) s.insert({p - 1, p, p + 1});
+  std::vector<int64_t> out;
+  for (int64_t v : s)
+    if (v >= min && v <= hi) out.push_back(v);
+  return out;
+}
+
+BoundInputs resize_inputs(const Program& program, const BoundInputs& inputs, const std::string& symbol, int64_t size) {
+  UserInputs user;
+  user.origin = fmt::format("{} at {}={}", inputs.origin, symbol, size);
+  for (const BoundInputs::Entry& e : inputs.entries) {
+    InputValue value = e.value;
+    const Value* v = tensor_input(program, e);
+    if (v && std::holds_alternative<at::Tensor>(value)) {
+      at::Tensor t = std::get<at::Tensor>(value);
+      for (size_t d = 0; d < v->meta->sizes.size(); ++d) {
+        if (v->meta->sizes[d].expr != symbol) continue;
+        const int64_t have = t.size(static_cast<int64_t>(d));
+        if (have == 0 && size > 0)
+          throw Error(Error::Kind::BadInputs, fmt::format("input '{}' dim {} is empty in the given inputs: nothing to repeat up to "
+                                                          "size {} (give inputs with that dim at least 1)", e.name, d, size));
+        // Cut to `size`, or repeated cyclically past the given size: the values stay the user's.
+        at::Tensor index = at::arange(size, at::TensorOptions().dtype(at::kLong).device(t.device()));
+        if (have > 0) index = index.remainder(have);
+        t = at::index_select(t, static_cast<int64_t>(d), index);
+      }
+      value = t;
+    }
+    user.kwargs.emplace_back(e.name, std::move(value));
+  }
+  return bind_inputs(program, user);
+}
+
+SizeSweepResult sweep_sizes(const Program& program, const BoundInputs& inputs, const SizeSweepOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  SizeSweepResult s;
+  s.graph = program.path;
+  s.inputs = inputs.origin;
+  const std::map<std::string, std::string> symbols = input_symbols(program, inputs);
+  if (symbols.empty())
+    throw Error(Error::Kind::Usage, "the graph has no dynamic dim to sweep: every input size is static in the archive (export with "
+                                    "dynamic_shapes={...: torch.export.Dim(...)} to vary one)");
+  std::vector<SizeDim> dims = options.dims;
+  if (dims.empty())
+    for (const auto& [sym, where] : symbols) dims.push_back({sym, {}});
+
+  std::function<size_t()> compiles;
+  std::unique_ptr<Backend> backend = make_caching_backend(make_backend(options.diff.compiled, program, options.diff.backend), &compiles);
+  DiffOptions per_size = options.diff;
+  per_size.localize.enabled = false;
+  per_size.workaround.enabled = false;
+  per_size.repro_dir.clear();
+  int64_t recompiles = 0;
+
+  for (const SizeDim& asked : dims) {
+    auto [symbol, why] = resolve_dim(program, inputs, asked.name, symbols);
+    if (symbol.empty()) {
+      s.refused_dims.push_back(why);
+      continue;
+    }
+    s.symbols.push_back(symbol);
+    s.described.push_back(fmt::format("{} in {}", symbols.at(symbol), range_text(program, symbol)));
+    std::vector<int64_t> sizes = asked.sizes;
+    if (sizes.empty()) {
+      auto r = program.ir.range_constraints.find(symbol);
+      const int64_t lo = r != program.ir.range_constraints.end() && r->second.min ? *r->second.min : 0;
+      sizes = default_sizes(lo, r != program.ir.range_constraints.end() ? r->second.max : std::nullopt);
+    }
+    // The first size run compiles: the given inputs' size when swept, else the nearest size of at least 2 (Dynamo
+    // specializes sizes 0 and 1 whatever is marked, so a compile there would be a static one).
+    const int64_t given = inputs.symbols.at(symbol);
+    std::vector<int64_t> order = sizes;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      auto key = [&](int64_t v) { return std::make_pair(v < 2, std::llabs(v - given)); };
+      return key(a) < key(b);
+    });
+    std::map<int64_t, SizePoint> done;
+    for (int64_t size : order) {
+      SizePoint p;
+      p.symbol = symbol;
+      p.size = size;
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        BoundInputs at_size = resize_inputs(program, inputs, symbol, size);
+        DiffResult r = diff(program, at_size, per_size, *backend);
+        p.judged = true;
+        p.level = result_level(r);
+        p.fails = counts_as_failing(r);
+        p.compiled_failed = r.compiled_failed;
+        for (const OutputVerdict& o : r.outputs)
+          if (p.worst_output.empty() || o.verdict.error_ratio > p.worst_ratio) {
+            p.worst_ratio = o.verdict.error_ratio;
+            p.worst_output = o.name;
+          }
+        p.node_ratio = r.node_verdict.worst_ratio;
+        p.node = r.node_verdict.findings.empty() ? r.node_verdict.worst_node : r.node_verdict.findings.front().node;
+        const int64_t now = recompiles_so_far(r);
+        p.recompiles = std::max<int64_t>(0, now - recompiles);
+        recompiles = std::max(recompiles, now);
+        if (!s.shapes)
+          for (const CompileRecord& c : r.compiles)
+            if (c.what == "graph" && c.shapes) s.shapes = c.shapes;
+      } catch (const Error& e) {
+        p.refused = e.what();
+      }
+      p.seconds = elapsed_since(t0);
+      done[size] = std::move(p);
+    }
+    // The smallest failing size, localized through the same backend (its compiles are the sweep's).
+    for (auto& [size, p] : done) {
+      if (!p.fails || !options.localize || !options.diff.localize.enabled) continue;
+      DiffResult r = diff(program, resize_inputs(program, inputs, symbol, size), options.diff, *backend);
+      if (r.localization && r.localization->culprit.named()) {
+        std::string names;
+        for (const std::string& n : r.localization->culprit.nodes) names += (names.empty() ? "" : ", ") + n;
+        p.culprit = names;
+      }
+      s.localized.push_back(std::move(r));
+      break;
+    }
+    for (auto& [size, p] : done) s.points.push_back(std::move(p));
+  }
+  // Static against dynamic at one size: where a bug lives only in the symbolic compile, the static one agrees.
+  if (options.static_check && !s.symbols.empty()) {
+    // The first dim's smallest failing size, else its smallest suspicious one, else the given inputs' size.
+    auto first = [&](auto&& wanted) -> const SizePoint* {
+      for (const SizePoint& p : s.points)
+        if (p.symbol == s.symbols.front() && p.judged && p.size >= 2 && wanted(p)) return &p;
+      return nullptr;
+    };
+    const SizePoint* at = first([](const SizePoint& p) { return p.fails; });
+    if (!at) at = first([](const SizePoint& p) { return p.level != Level::Pass; });
+    if (!at) at = first([&](const SizePoint& p) { return p.size == inputs.symbols.at(p.symbol); });
+    if (at && at->size >= 2) {
+      DiffOptions fixed = per_size;
+      fixed.backend.static_shapes = true;
+      try {
+        DiffResult r = diff(program, resize_inputs(program, inputs, at->symbol, at->size), fixed);
+        StaticCheck c;
+        c.symbol = at->symbol;
+        c.size = at->size;
+        c.dynamic_level = at->level;
+        c.dynamic_ratio = at->worst_ratio;
+        c.dynamic_node_ratio = at->node_ratio;
+        c.static_level = result_level(r);
+        for (const OutputVerdict& o : r.outputs) c.static_ratio = std::max(c.static_ratio, o.verdict.error_ratio);
+        c.static_node_ratio = r.node_verdict.worst_ratio;
+        c.differ = c.static_level != c.dynamic_level;
+        auto lv = [](Level l) { return std::string(level_name(l)); };
+        c.summary = !c.differ ? fmt::format("static and dynamic compiles agree at {}={}: both {} (worst output ratio {:.3g}x static, {:.3g}x dynamic)",
+                                            c.symbol, c.size, lv(c.static_level), c.static_ratio, c.dynamic_ratio)
+                    : c.static_level < c.dynamic_level
+                        ? fmt::format("the dynamic compile is wrong where the static one is not at {}={}: dynamic {} (worst output ratio "
+                                      "{:.3g}x, node {:.3g}x), static {} ({:.3g}x, node {:.3g}x): the bug is in code for symbolic sizes; "
+                                      "--static avoids it", c.symbol, c.size, lv(c.dynamic_level), c.dynamic_ratio, c.dynamic_node_ratio,
+                                      lv(c.static_level), c.static_ratio, c.static_node_ratio)
+                        : fmt::format("the static compile is wrong where the dynamic one is not at {}={}: static {} (worst output ratio "
+                                      "{:.3g}x), dynamic {} ({:.3g}x)", c.symbol, c.size, lv(c.static_level), c.static_ratio,
+                                      lv(c.dynamic_level), c.dynamic_ratio);
+        s.static_check = c;
+      } catch (const Error&) {
+        // the size ran dynamic a moment ago: a refusal now would be the memory left; the sweep stands without it
+      }
+    }
+  }
+  s.compiles = compiles();
+  s.recompiles = recompiles;
+  s.seconds = elapsed_since(start);
+  return s;
+}
+
+}  // namespace pt2diff
