@@ -59,6 +59,11 @@ struct SweepHandle {
   std::shared_ptr<const Program> program;
 };
 
+struct SizesHandle {
+  std::shared_ptr<const SizeSweepResult> result;
+  std::shared_ptr<const Program> program;
+};
+
 // --- inputs --------------------------------------------------------------------------------------
 
 [[noreturn]] void bad_inputs(const std::string& what) { throw Error(Error::Kind::BadInputs, what); }
@@ -436,6 +441,26 @@ PYBIND11_MODULE(_pt2diff, m) {
         return SweepHandle{result, p.program};
       },
       py::arg("program"), py::arg("inputs"), py::arg("tols"), py::arg("multipliers"), py::arg("localize"), py::arg("options"));
+  py::class_<SizesHandle>(m, "SizeSweepResult", "A size sweep's result (the native handle behind pt2diff.SizeSweepResult).")
+      .def("to_json", [](const SizesHandle& h) { return sizes_to_json(*h.result); })
+      .def("to_text", [](const SizesHandle& h) { return sizes_to_text(*h.result); })
+      .def("to_csv", [](const SizesHandle& h) { return sizes_to_csv(*h.result); })
+      .def("to_html", [](const SizesHandle& h) { return sizes_to_html(*h.result); });
+  m.def(
+      "sweep_sizes",
+      [](const ProgramHandle& p, py::object inputs, const std::vector<std::string>& dims, bool static_check, const py::dict& o) {
+        BoundInputs bound = bind_call(p, inputs, o);
+        SizeSweepOptions options;
+        options.diff = diff_options(*p.program, p.libraries, o);
+        for (const std::string& d : dims) options.dims.push_back(parse_size_dim(d));
+        options.static_check = static_check;
+        Progress progress(o);
+        progress.attach(options.diff.backend);
+        auto result = engine_call([&] { return std::make_shared<const SizeSweepResult>(sweep_sizes(*p.program, bound, options)); });
+        progress.clear();
+        return SizesHandle{result, p.program};
+      },
+      py::arg("program"), py::arg("inputs"), py::arg("dims"), py::arg("static_check"), py::arg("options"));
   m.def(
       "cli_flags",
       [](const ProgramHandle& p, const py::dict& o) {

@@ -84,7 +84,7 @@ json shapes_json(const ShapeCompile& s) {
     return out;
   };
   return {{"mode", s.mode}, {"why_static", s.why_static}, {"dims", dims(s.dims)}, {"symbols", dims(s.symbols)},
-          {"guards", s.guards}, {"recompiles", s.recompiles}};
+          {"guards", s.guards}, {"note", s.note}, {"recompiles", s.recompiles}};
 }
 
 json compiles_json(const DiffResult& r) {

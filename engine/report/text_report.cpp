@@ -43,6 +43,7 @@ std::string shapes_line(const ShapeCompile& s) {
     std::string text = fmt::format("dynamic: {}", parts.empty() ? "(no symbol kept)" : fmt::format("{}", fmt::join(parts, ", ")));
     text += s.guards.empty() ? "; no other guard" : fmt::format("; guards: {}", fmt::join(s.guards, ", "));
     if (s.recompiles) text += fmt::format("; {} recompile{} (a guard failed at the sizes run)", s.recompiles, s.recompiles == 1 ? "" : "s");
+    if (!s.note.empty()) text += "; " + s.note;
     return text;
   }
   for (const DynamicDim& d : s.dims)

@@ -245,6 +245,7 @@ SizeSweepResult sweep_sizes(const Program& program, const BoundInputs& inputs, c
     for (auto& [size, p] : done) s.points.push_back(std::move(p));
   }
   // Static against dynamic at one size: where a bug lives only in the symbolic compile, the static one agrees.
+  size_t static_compiles = 0;  // the static compile has its own backend (its compiles are not the sweep's to share)
   if (options.static_check && !s.symbols.empty()) {
     // The first dim's smallest failing size, else its smallest suspicious one, else the given inputs' size.
     auto first = [&](auto&& wanted) -> const SizePoint* {
@@ -260,6 +261,7 @@ SizeSweepResult sweep_sizes(const Program& program, const BoundInputs& inputs, c
       fixed.backend.static_shapes = true;
       try {
         DiffResult r = diff(program, resize_inputs(program, inputs, at->symbol, at->size), fixed);
+        static_compiles = r.compiles.size();
         StaticCheck c;
         c.symbol = at->symbol;
         c.size = at->size;
@@ -287,7 +289,7 @@ SizeSweepResult sweep_sizes(const Program& program, const BoundInputs& inputs, c
       }
     }
   }
-  s.compiles = compiles();
+  s.compiles = compiles() + static_compiles;
   s.recompiles = recompiles;
   s.seconds = elapsed_since(start);
   return s;

@@ -264,6 +264,7 @@ std::optional<ShapeCompile> read_shapes(const json& reply) {
   ShapeCompile s;
   s.mode = j.value("mode", "");
   s.why_static = j.value("why_static", "");
+  s.note = j.value("note", "");
   s.dims = dims("dims", "input");
   s.symbols = dims("symbols", "source");
   if (j.contains("guards") && j["guards"].is_array())

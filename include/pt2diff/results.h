@@ -138,6 +138,9 @@ struct ShapeCompile {
   /// The guards the compile made, in the inputs' terms ("Eq(8*sigmoid.size(0), 4*mul)"): conditions a call at other
   /// sizes must meet to run the same compiled code; the ranges of `symbols` are guards too and not repeated.
   std::vector<std::string> guards;
+  /// What a dynamic compile could not keep ("... satisfy the generated guard 2 <= x.size(0) and x.size(0) <= 15":
+  /// the program narrows the exported range, and sizes past it recompile); empty otherwise.
+  std::string note;
   int64_t recompiles = 0;           ///< compiles past the first its runs caused (a guard failed at their sizes)
 };
 

@@ -94,7 +94,8 @@ struct SizeSweepResult {
   /// The run at each symbol's smallest failing size, localized (SizeSweepOptions::localize).
   std::vector<DiffResult> localized;
   std::optional<StaticCheck> static_check;  ///< SizeSweepOptions::static_check, when a size was judged
-  size_t compiles = 0;               ///< compiles the backend made (one per region, every size sharing them)
+  /// Compiles the sweep made: each region once through the backend every size shares, plus the static check's.
+  size_t compiles = 0;
   int64_t recompiles = 0;            ///< recompiles the sizes caused in those compiled regions
   double seconds = 0;
 };

@@ -37,9 +37,10 @@ except ImportError as e:  # pragma: no cover - an installation without the modul
                       "scripts/setup.sh or pip install --no-build-isolation ./python (docs/python.md)") from e
 from ._pt2diff import (BadArchiveError, BadInputsError, Error, InternalError, Program, UnsupportedError,
                        UsageError)
-from ._results import DiffResult, Explanation, OutputValues, Record, SweepResult
+from ._results import DiffResult, Explanation, OutputValues, Record, SizeSweepResult, SweepResult
 
-__all__ = ["load", "diff", "diff_training_step", "explain", "sweep", "cli_flags", "Program", "DiffResult", "SweepResult", "Explanation",
+__all__ = ["load", "diff", "diff_training_step", "explain", "sweep", "sweep_sizes", "cli_flags", "Program", "DiffResult",
+           "SweepResult", "SizeSweepResult", "Explanation",
            "Record", "OutputValues", "Error", "UsageError", "BadArchiveError", "BadInputsError", "UnsupportedError",
            "InternalError"]
 
@@ -252,6 +253,28 @@ def sweep(program, inputs=None, **options) -> SweepResult:
     o.update({"tol": _DEFAULTS["tol"], "localize": _DEFAULTS["localize"]})
     p = _program(program, inputs)
     return SweepResult(_pt2diff.sweep(p, inputs, tols, multipliers, localize, o))
+
+
+def sweep_sizes(program, inputs=None, *, dims=(), static_check=True, **options) -> SizeSweepResult:
+    """One dynamic compile judged at every size of the graph's dynamic dims, as ``pt2diff sizes`` does
+    (docs/dynamic-shapes.md).
+
+    ``dims`` maps a dim to its sizes (``{"s77": [1, 2, 7, 17]}`` or ``{"x.size(0)": range(2, 9)}``; an empty list takes
+    the default sizes) or lists specs as the CLI's ``--dim`` takes them (``["s77=2,3,17"]``); empty: every dynamic dim
+    at its default sizes. The given inputs are cut, or repeated cyclically, along the dim at each size. The smallest
+    failing size is localized (``localize``), and with ``static_check`` the graph is compiled static too at one size
+    and judged beside the dynamic compile. Takes the compiler, rule and input options of :func:`diff`. A size the
+    graph cannot run (outside the exported range, over ``max_memory``) is refused in its row, the others judged.
+    """
+    if isinstance(dims, dict):
+        specs = [f"{name}=" + ",".join(str(int(v)) for v in sizes) if len(sizes) else name for name, sizes in
+                 ((n, list(s)) for n, s in dims.items())]
+    else:
+        specs = [str(d) for d in dims]
+    o = _options(_DIFF_OPTIONS, options, "sweep_sizes")
+    o["device"] = _run_device(program, inputs, o["device"])
+    p = _program(program, inputs)
+    return SizeSweepResult(_pt2diff.sweep_sizes(p, inputs, specs, bool(static_check), o))
 
 
 def cli_flags(program, inputs=None, **options) -> list[str]:

@@ -257,6 +257,39 @@ class SweepResult(Record):
         return self.run.to_html()
 
 
+class SizeSweepResult(Record):
+    """What :func:`pt2diff.sweep_sizes` found: the fields of ``pt2diff sizes --json`` (docs/sizes.schema.json):
+    ``points`` (one per size: ``symbol``, ``size``, ``level``, ``fails``, ``worst_ratio``, ``node``, ``culprit``,
+    ``recompiles``, ``refused``), ``shapes`` (how the first compile treated the dynamic dims), ``static_check``,
+    ``localized`` (the run at each dim's smallest failing size), ``compiles``, ``recompiles``."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native):
+        super().__init__(_decode(native.to_json()))
+        object.__setattr__(self, "_native", native)
+
+    def failing_sizes(self, symbol=None) -> list[int]:
+        """The sizes that fail, ascending (of `symbol` only, when given)."""
+        return [p.size for p in self.points if p.fails and (symbol is None or p.symbol == symbol)]
+
+    def to_json(self) -> str:
+        """docs/sizes.schema.json, as ``pt2diff sizes --json`` writes it."""
+        return self._native.to_json()
+
+    def to_text(self) -> str:
+        """The table ``pt2diff sizes`` prints."""
+        return self._native.to_text()
+
+    def to_csv(self) -> str:
+        """One row per size, as ``--csv`` writes it."""
+        return self._native.to_csv()
+
+    def to_html(self) -> str:
+        """The page ``--html`` writes: the table and the plot of the worst ratios against the size."""
+        return self._native.to_html()
+
+
 class Explanation:
     """What :func:`pt2diff.explain` found: ``hints`` (Records as in ``localization.hints``) and the text."""
 

@@ -189,9 +189,9 @@ class Worker:
                 except Exception as e:  # noqa: BLE001
                     if not (dynamic and shapes.is_specialization(e)):
                         raise
-                    # The program forces a dim the archive calls dynamic to one size: compiled as torch.compile would
-                    # with maybe_mark_dynamic, the specialization said in the reply.
-                    specialized = describe(e)
+                    # The compile cannot keep a dim dynamic over the exported range (it narrows it, or forces one size):
+                    # compiled as torch.compile would with maybe_mark_dynamic, what it could not keep said in the reply.
+                    specialized = shapes.violation(e)
                     example = self.region_inputs(req["example_inputs"], input_names, written)
                     shapes.mark(example, dims, strict=False)
                     recorder = shapes.Recorder()

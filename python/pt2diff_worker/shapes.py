@@ -84,6 +84,19 @@ def dynamic_ints(dims):
     return torch.compiler.config.patch(dynamic_sources=",".join(names))
 
 
+def violation(error):
+    """The line of a ConstraintViolationError that says what the compile could not keep ("Not all values of x.size(0) in
+    the specified range x.size(0) <= 16 satisfy the generated guard 2 <= x.size(0) and x.size(0) <= 15"), inputs named
+    as the user names them; else the error's first line."""
+    while error is not None and type(error).__name__ != "ConstraintViolationError":
+        error = error.__cause__ or error.__context__
+    text = str(error) if error is not None else ""
+    lines = [ln.strip().removeprefix("- ").strip() for ln in text.splitlines() if ln.strip().startswith("- ")]
+    line = lines[0] if lines else (text.splitlines() or [""])[0]
+    line = _SOURCE.sub(lambda m: f"{m.group(1)}.size({m.group(2)})", line)
+    return " ".join(_INT.sub(lambda m: m.group(1), line).split())
+
+
 def is_specialization(error):
     """Whether a compile failed because a dim marked dynamic was forced to one size (Dynamo's ConstraintViolationError,
     raised through the backend's wrapping)."""
@@ -174,12 +187,13 @@ class Recorder:
         """The compile reply's `shapes`: `mode` ("dynamic" when a dim was compiled symbolic, else "static"), why when
         static, the archive's dynamic dims, the compile's symbols with their ranges, its guards, and `compiles` so far.
         AOTInductor's package checks the exported ranges itself: no ShapeEnv is read, symbols and guards are empty.
-        `specialized`: the compiler's message when the program forced a marked dim to one size."""
+        `specialized`: what the compile could not keep when a marked dim failed (violation()): the compile was made
+        again with maybe_mark_dynamic, and is dynamic if a symbol survived (the range it kept is in `symbols`)."""
         if not dims:
             mode, why = "static", "no input of the region has a dynamic dim"
         elif not dynamic:
             mode, why = "static", "asked static (--static): every size specialized to the inputs of the compile"
-        elif specialized:
+        elif specialized and not self.symbols:
             mode, why = "static", "the program forces the dynamic dims to one size: " + specialized
         else:
             mode, why = "dynamic", ""
@@ -189,4 +203,7 @@ class Recorder:
                  "symbols": self.symbols, "guards": self.guards, "compiles": self.compiles}
         if why:
             reply["why_static"] = why
+        if specialized and mode == "dynamic":
+            reply["note"] = ("the compile could not keep the exported range (" + specialized + "): compiled with "
+                             "maybe_mark_dynamic, sizes outside the range it kept recompile")
         return reply
