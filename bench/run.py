@@ -659,6 +659,24 @@ def ren_training(d):
 RENDERERS["training"] = ren_training  # rendered from results only: bench/training_bench.py, run by hand
 
 
+def ren_sizes(d):
+    """bench/sizes_bench.py's rows (run by hand: bench/results/sizes.json, sizes_gpu.json): a size sweep compiled
+    dynamic (one compile for every size) against the same sweep with --static (a compile per size)."""
+    rows = []
+    for r in d["rows"]:
+        dyn, st = r["dynamic"], r["static"]
+        rows.append([f"`{r['graph']}` ({dyn['sizes']} sizes)",
+                     f"{fmt_time(dyn['wall_s'])}: {dyn['compiles']} compiles, {dyn['recompiles']} recompiles, {dyn['agree']} agree",
+                     f"{fmt_time(st['wall_s'])}: {st['compiles']} compiles, {st['recompiles']} recompiles, {st['agree']} agree",
+                     f"{st['wall_s'] / dyn['wall_s']:.1f}x"])
+    return table(["graph (default sizes)", "`pt2diff sizes` (dynamic: one compile)", "`pt2diff sizes --static` (a compile per size)",
+                  "static / dynamic"], rows)
+
+
+RENDERERS["sizes"] = ren_sizes  # rendered from results only: bench/sizes_bench.py, run by hand
+RENDERERS["sizes_gpu"] = ren_sizes  # bench/sizes_bench.py --device cuda, run by hand on a GPU
+
+
 def ren_decoder_memory(rows):
     """bench/memory_bench.py's rows (run by hand, on the CPU here and on a GPU machine: bench/results/decoder_memory.json)."""
     def mib(b):

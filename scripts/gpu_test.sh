@@ -85,6 +85,8 @@ check 3 "the node verdict on CUDA: GPU-exported bf16 and fp16 models clean at ev
   "$PYTHON" "$ROOT/tests/device/node_verdict_cuda.py" "$cli" "$fixtures"
 check 8 "training steps on CUDA: bf16 steps exported there, captured bit-exact, clean steps agree, planted backward bugs named at their backward node and forward line" \
   "$PYTHON" "$ROOT/tests/engine/localize/training_inductor.py" "$cli" "$fixtures"
+check 8 "dynamic shapes on CUDA: dims compiled symbolic, a tail-only and a dynamic-only planted bug found by the size sweep and named, clean dynamic graphs agree at every default size" \
+  env PYTHONPATH="$BUILD/python" "$PYTHON" "$ROOT/tests/engine/localize/sizes_inductor.py" "$cli" "$fixtures"
 # AOTInductor on CUDA in three parts: its package builds (115-121 s) and instrumented AOTI compiles (102-105 s) are
 # minutes each. All of it with the build was killed at 600 s on a fresh H200 (2026-12-04), and so were the planted
 # package's two checks together: the build, that package (115 s) and check 3 (282 s) left check 4 unfinished.

@@ -168,8 +168,14 @@ SizeSweepResult sweep_sizes(const Program& program, const BoundInputs& inputs, c
   if (dims.empty())
     for (const auto& [sym, where] : symbols) dims.push_back({sym, {}});
 
-  std::function<size_t()> compiles;
-  std::unique_ptr<Backend> backend = make_caching_backend(make_backend(options.diff.compiled, program, options.diff.backend), &compiles);
+  // One backend for the whole sweep, its worker shared. Dynamic: each region compiled once and run at every size (a
+  // size that fails a guard recompiles inside it). Static (--static): a compile per size, as a program compiled with
+  // dynamic=False gets (one torch.compile reused at every size would hit Dynamo's recompile limit).
+  const bool fixed_sizes = options.diff.backend.static_shapes;
+  std::function<size_t()> cached_compiles;
+  size_t uncached_compiles = 0;
+  std::unique_ptr<Backend> backend = make_backend(options.diff.compiled, program, options.diff.backend);
+  if (!fixed_sizes) backend = make_caching_backend(std::move(backend), &cached_compiles);
   DiffOptions per_size = options.diff;
   per_size.localize.enabled = false;
   per_size.workaround.enabled = false;
@@ -207,6 +213,7 @@ SizeSweepResult sweep_sizes(const Program& program, const BoundInputs& inputs, c
       try {
         BoundInputs at_size = resize_inputs(program, inputs, symbol, size);
         DiffResult r = diff(program, at_size, per_size, *backend);
+        if (fixed_sizes) uncached_compiles += r.compiles.size();
         p.judged = true;
         p.level = result_level(r);
         p.fails = counts_as_failing(r);
@@ -234,6 +241,7 @@ SizeSweepResult sweep_sizes(const Program& program, const BoundInputs& inputs, c
     for (auto& [size, p] : done) {
       if (!p.fails || !options.localize || !options.diff.localize.enabled) continue;
       DiffResult r = diff(program, resize_inputs(program, inputs, symbol, size), options.diff, *backend);
+      if (fixed_sizes) uncached_compiles += r.compiles.size() + (r.localization ? r.localization->compiles : 0);
       if (r.localization && r.localization->culprit.named()) {
         std::string names;
         for (const std::string& n : r.localization->culprit.nodes) names += (names.empty() ? "" : ", ") + n;
@@ -246,7 +254,7 @@ SizeSweepResult sweep_sizes(const Program& program, const BoundInputs& inputs, c
   }
   // Static against dynamic at one size: where a bug lives only in the symbolic compile, the static one agrees.
   size_t static_compiles = 0;  // the static compile has its own backend (its compiles are not the sweep's to share)
-  if (options.static_check && !s.symbols.empty()) {
+  if (options.static_check && !fixed_sizes && !s.symbols.empty()) {
     // The first dim's smallest failing size, else its smallest suspicious one, else the given inputs' size.
     auto first = [&](auto&& wanted) -> const SizePoint* {
       for (const SizePoint& p : s.points)
@@ -289,7 +297,7 @@ SizeSweepResult sweep_sizes(const Program& program, const BoundInputs& inputs, c
       }
     }
   }
-  s.compiles = compiles() + static_compiles;
+  s.compiles = (fixed_sizes ? uncached_compiles : cached_compiles()) + static_compiles;
   s.recompiles = recompiles;
   s.seconds = elapsed_since(start);
   return s;

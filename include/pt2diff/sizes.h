@@ -48,7 +48,8 @@ struct SizeSweepOptions {
   /// Localize at the smallest failing size of each dim (DiffOptions::localize there).
   bool localize = true;
   /// Static against dynamic: at the first dim's smallest failing size (else the given inputs' size), the graph
-  /// compiled static too (BackendOptions::static_shapes) and both judged against fp64 (one more compile).
+  /// compiled static too (BackendOptions::static_shapes) and both judged against fp64 (one more compile). Not in a
+  /// sweep that is static itself (diff.backend.static_shapes: every size compiled on its own).
   bool static_check = true;
 };
 
