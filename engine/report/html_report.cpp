@@ -281,7 +281,8 @@ std::string outputs_section(const DiffResult& r) {
     for (const CompileRecord& c : r.compiles)
       s += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{:.2f} s</td><td class=\"n\">{:.2f} ms</td><td class=\"brk\">{}</td></tr>\n",
                        esc(c.what), c.nodes, c.ok ? "<span class=\"badge pass\">ok</span>" : "<span class=\"badge fail\">" + esc(failure_kind_name(c.failure)) + "</span>",
-                       c.compile_seconds, c.run_seconds * 1e3, esc(c.message));
+                       c.compile_seconds, c.run_seconds * 1e3,
+                       esc(c.message + (c.shapes && !c.shapes->dims.empty() ? (c.message.empty() ? "" : "; ") + shapes_line(*c.shapes) : "")));
     s += "</tbody></table></div>\n";
   }
   return s + "</section>\n";

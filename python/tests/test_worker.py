@@ -634,6 +634,39 @@ class SettingsTest(unittest.TestCase):
 
 
 class InductorTest(unittest.TestCase):
+    def test_dynamic_dims_compile_symbolic_and_serve_every_size(self):
+        """fixtures/dynamic_batch.pt2 (batch exported in [2, 64]): the whole graph compiled dynamic with the exported
+        range, no guard beyond it, other sizes run without a recompile (results of their shape); dynamic false is static."""
+        from pt2diff_worker import shapes
+        archive = os.path.join(REPO, "fixtures", "dynamic_batch.pt2")
+        w = Worker()
+        w.load({"archive": archive})
+        nodes = [n.name for n in w.program.graph.nodes if n.op == "call_function"]
+        region = {"nodes": nodes, "inputs": ["p_fc_weight", "p_fc_bias", "x"], "outputs": ["sum_1"]}
+        example = os.path.join(TMP, "dyn_example.pt")
+        torch.save((("x", torch.randn(6, 16)),), example)
+        reply = w.compile({"region": "d", **region, "example_inputs": example})
+        self.assertEqual(reply["shapes"]["mode"], "dynamic", reply)
+        self.assertEqual(reply["shapes"]["symbols"], [{"symbol": reply["shapes"]["symbols"][0]["symbol"], "source": "x.size(0)",
+                                                       "min": 2, "max": 64}])
+        self.assertEqual(reply["shapes"]["dims"], [{"input": "x", "dim": 0, "symbol": "s77", "min": 2, "max": 64}])
+        gm, _ = w.archive.region_module(nodes, region["inputs"], region["outputs"])
+        for batch in (3, 17, 64):
+            x = torch.randn(batch, 16)
+            torch.save((("x", x),), example)
+            out_file = os.path.join(TMP, "dyn_out.pt")
+            self.assertEqual(w.run({"region": "d", "inputs": example, "outputs_file": out_file}), {}, batch)  # no recompile
+            (got,) = torch.load(out_file, weights_only=True)
+            with torch.no_grad():
+                (want,) = gm(w.state["p_fc_weight"], w.state["p_fc_bias"], x)
+            self.assertEqual(got.shape, want.shape)
+        static = w.compile({"region": "s", **region, "example_inputs": example, "dynamic": False})["shapes"]
+        self.assertEqual((static["mode"], static["symbols"]), ("static", []), static)
+        self.assertIn("--static", static["why_static"])
+        # What the compile could not keep, named as the user names the inputs.
+        self.assertEqual(shapes._readable("L['x'].size()[0]"), "x.size(0)")
+        self.assertEqual(shapes._readable("L['mul']"), "mul")
+
     def test_a_compiled_region_equals_eager_bit_for_bit(self):
         gen = torch.Generator().manual_seed(4)
         example, inputs = os.path.join(TMP, "example.pt"), os.path.join(TMP, "run_inputs.pt")
@@ -649,8 +682,10 @@ class InductorTest(unittest.TestCase):
                             {"id": 3, "op": "run", "region": "r", "inputs": inputs, "outputs_file": out_file, "seed": 1},
                             {"id": 4, "op": "forget", "region": "r"},
                             {"id": 5, "op": "run", "region": "r", "inputs": inputs, "outputs_file": out_file})
-        self.assertEqual(got[:4], [{"id": 1, "nodes": 3, "ok": True}, {"id": 2, "ok": True}, {"id": 3, "ok": True},
-                                   {"id": 4, "ok": True}], log)
+        static = {"mode": "static", "why_static": "no input of the region has a dynamic dim", "dims": [], "symbols": [],
+                  "guards": [], "compiles": 1}  # no dynamic dim: compiled at the inputs' sizes (shapes.py)
+        self.assertEqual(got[:4], [{"id": 1, "nodes": 3, "ok": True}, {"id": 2, "shapes": static, "ok": True},
+                                   {"id": 3, "ok": True}, {"id": 4, "ok": True}], log)
         self.assertEqual(got[4], {"id": 5, "ok": False, "error": "bad_request", "message": "no compiled region 'r'"})
         relu, linear = torch.load(out_file, weights_only=True)
         archive = Archive.load(ARCHIVE)
