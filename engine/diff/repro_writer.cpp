@@ -66,7 +66,18 @@ Repro write_repro(const Program& program, const Culprit& culprit, const Referenc
   try {
     BackendOptions worker_options = options.backend;
     worker_options.device = repro_device(program, options);
-    make_inductor_worker(program, worker_options)->export_region(region, inputs, repro.archive, repro.inputs);
+    WorkerBackend::UnitTest test;
+    test.path = (fs::path(options.repro_dir) / "test_repro.py").string();
+    test.graph = program.path;
+    test.nodes = fmt::format("{} node{}: {}", culprit.nodes.size(), culprit.nodes.size() == 1 ? "" : "s", fmt::join(culprit.nodes, ", "));
+    test.summary = culprit.summary;
+    test.rule = rule_name(options.rule);
+    test.tol = options.rule.tol;
+    make_inductor_worker(program, worker_options)->export_region(region, inputs, repro.archive, repro.inputs, &test);
+    if (test.status == "written")
+      repro.test = test.path;
+    else
+      repro.test_message = test.status;
   } catch (const BackendFailure& f) {
     repro.message = f.what();
     return repro;
@@ -86,9 +97,13 @@ Repro write_repro(const Program& program, const Culprit& culprit, const Referenc
   readme << fmt::format(
       "# pt2diff repro: {}\n\n{}\n\nFrom {} ({} node{}: {}). The archive is the window alone, exported with "
       "torch.export; its inputs are the values the localization fed it (fp64 reference values rounded to their "
-      "dtypes, weights included as inputs).\n\n```\n{}\n```\n",
+      "dtypes, weights included as inputs).\n\n```\n{}\n```\n\n{}\n",
       culprit.nodes.size() == 1 ? culprit.nodes.front() : culprit.nodes.front() + " .. " + culprit.nodes.back(), culprit.summary,
-      program.path, culprit.nodes.size(), culprit.nodes.size() == 1 ? "" : "s", fmt::join(culprit.nodes, ", "), command);
+      program.path, culprit.nodes.size(), culprit.nodes.size() == 1 ? "" : "s", fmt::join(culprit.nodes, ", "), command,
+      repro.test.empty() ? "No unit test was written: " + repro.test_message
+                         : "`test_repro.py` is the same window as a PyTorch unit test (plain PyTorch, no pt2diff, in the style of "
+                           "`test/inductor/test_torchinductor.py`): `python test_repro.py` or `pytest test_repro.py`; it fails while the "
+                           "compiler bug is there and passes without it.");
   repro.ok = true;
   return repro;
 }

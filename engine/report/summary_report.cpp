@@ -58,6 +58,7 @@ std::string to_summary(const DiffResult& r) {
       if (!h.suggestion.empty()) out += fmt::format("  -> {}\n", h.suggestion);
     }
     if (l.repro && l.repro->ok) out += fmt::format("repro: {}\n", l.repro->command);
+    if (l.repro && !l.repro->test.empty()) out += fmt::format("unit test: python {}\n", l.repro->test);
   }
   if (r.workaround && r.workaround->conclusion != Workaround::Conclusion::NotNeeded) {
     out += fmt::format("workaround: {}\n", r.workaround->summary);

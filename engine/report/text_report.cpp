@@ -170,11 +170,21 @@ void hint_lines(std::string& out, const Localization& l) {
   }
 }
 
+/// The repro written and its unit test, or why not.
+void repro_lines(std::string& out, const Localization& l) {
+  if (l.repro && l.repro->ok) {
+    line(out, fmt::format("  repro: {}", l.repro->command));
+    line(out, l.repro->test.empty() ? fmt::format("  no unit test written: {}", l.repro->test_message)
+                                    : fmt::format("  as a PyTorch unit test (fails while the bug is there): python {}", l.repro->test));
+  } else if (l.repro) {
+    line(out, fmt::format("  repro not written: {}", l.repro->message));
+  }
+}
+
 /// The repro written (or why not, or how to ask for one), then the probe log.
 void repro_and_probe_lines(std::string& out, const Localization& l) {
-  if (l.repro && l.repro->ok) line(out, fmt::format("  repro: {}", l.repro->command));
-  else if (l.repro) line(out, fmt::format("  repro not written: {}", l.repro->message));
-  else if (named(l.culprit))
+  repro_lines(out, l);
+  if (!l.repro && named(l.culprit))
     line(out, "  (--repro DIR writes this culprit as a standalone archive with its inputs and the command to run)");
   line(out, "  probes:");
   for (const Probe& p : l.probes)
@@ -189,8 +199,7 @@ void localization_block(std::string& out, const Localization& l) {
                           l.seconds));
     culprit_lines(out, l);
     hint_lines(out, l);
-    if (l.repro && l.repro->ok) line(out, fmt::format("  repro: {}", l.repro->command));
-    else if (l.repro) line(out, fmt::format("  repro not written: {}", l.repro->message));
+    repro_lines(out, l);
     line(out, "");
     return;
   }

@@ -582,7 +582,7 @@ void WorkerBackend::start_ahead() {
 }
 
 std::vector<std::string> WorkerBackend::export_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs,
-                                                    const std::string& archive, const std::string& inputs_file) {
+                                                    const std::string& archive, const std::string& inputs_file, UnitTest* test) {
   const Graph& g = impl_->program.ir.graph;
   json nodes = json::array(), in = json::array(), out = json::array();
   for (NodeId n : region.nodes) nodes.push_back(g.node(n).name);
@@ -591,7 +591,12 @@ std::vector<std::string> WorkerBackend::export_region(const RegionSpec& region, 
   json req = {{"op", "export"}, {"nodes", nodes}, {"inputs", in}, {"outputs", out},
               {"example_inputs", impl_->write_values(region, inputs, "export")},
               {"archive", fs::absolute(archive).string()}, {"inputs_file", fs::absolute(inputs_file).string()}};
+  if (test) {
+    req["test_file"] = fs::absolute(test->path).string();
+    req["test"] = {{"graph", test->graph}, {"nodes", test->nodes}, {"summary", test->summary}, {"rule", test->rule}, {"tol", test->tol}};
+  }
   json reply = impl_->request(req, "writing the repro " + archive, BackendFailure::Kind::RunFailed);
+  if (test) test->status = reply.value("test", std::string("the worker wrote no test (no \"test\" in its export reply)"));
   return reply.value("nodes", std::vector<std::string>{});
 }
 

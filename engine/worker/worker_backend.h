@@ -34,11 +34,19 @@ class WorkerBackend final : public Backend {
   std::unique_ptr<CompiledRegion> compile_with(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs,
                                                const BackendOptions& settings);
 
+  /// The window as a PyTorch unit test, written beside an exported region (export_region's `test`): where, what
+  /// its docstring says, the rule it judges by; `status` is the worker's answer ("written", or why not).
+  struct UnitTest {
+    std::string path, graph, nodes, summary, rule = "same";
+    double tol = 1e-3;
+    std::string status;
+  };
   /// Writes `region` (fused) as a standalone torch.export archive at `archive` and its inputs (one per
-  /// RegionSpec::inputs entry, weights included) as a torch.save tuple at `inputs_file`. Returns the
-  /// exported program's node names, in order. Throws BackendFailure.
+  /// RegionSpec::inputs entry, weights included) as a torch.save tuple at `inputs_file`; with `test`, also the
+  /// window as a PyTorch unit test (python/pt2diff_worker/unit_test.py). Returns the exported program's node
+  /// names, in order. Throws BackendFailure.
   std::vector<std::string> export_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs, const std::string& archive,
-                                         const std::string& inputs_file);
+                                         const std::string& inputs_file, UnitTest* test = nullptr);
 
   /// Runs a region compiled by this backend (CompiledRegion::run() calls it); with `observed`, the
   /// kernel map of the run too (the worker's `observed_file`: docs/worker-protocol.md); with `shapes`, a recompile

@@ -96,6 +96,10 @@ struct Repro {
   std::string inputs;    ///< DIR/repro_inputs.pt: its boundary values (fp64 rounded to their dtypes)
   std::string command;   ///< the one line that reproduces the verdict
   std::string message;   ///< why it could not be written, when !ok
+  /// DIR/test_repro.py: the window as a PyTorch unit test (plain PyTorch, no pt2diff; `python test_repro.py` or
+  /// pytest): fails while the compiler bug is there (docs/upstream.md); empty when not written, `test_message` why.
+  std::string test;
+  std::string test_message;
 };
 
 struct Localization {

@@ -14,7 +14,7 @@ import traceback
 
 import torch
 
-from . import distinct_ops, kernel_map, regions, shapes, training
+from . import distinct_ops, kernel_map, regions, shapes, training, unit_test
 from .archive import Archive
 from .protocol import PROTOCOL, Failure, describe, failure_kind
 
@@ -335,7 +335,18 @@ class Worker:
             torch.save(tuple(v.cpu() if isinstance(v, torch.Tensor) else v for v in example), req["inputs_file"])
         except Exception as e:  # noqa: BLE001
             raise Failure("export_failed", describe(e), traceback.format_exc())
-        return {"nodes": [n.name for n in ep.graph.nodes if n.op == "call_function"]}
+        reply = {"nodes": [n.name for n in ep.graph.nodes if n.op == "call_function"]}
+        if req.get("test_file"):
+            # The window as a PyTorch unit test beside the archive (unit_test.py): plain PyTorch, no pt2diff.
+            t = req.get("test", {})
+            lifted = len(ep.graph_signature.input_specs) != len(ep.graph_signature.user_inputs)
+            why = ("torch.export lifted constants of the window into inputs: the test would need the archive" if lifted else
+                   unit_test.write(ep.graph_module, req["test_file"], inputs_name=os.path.basename(req["inputs_file"]),
+                                   graph=t.get("graph", ""), nodes=t.get("nodes", ""), summary=t.get("summary", ""),
+                                   rule=t.get("rule", "same"), tol=float(t.get("tol", 1e-3)),
+                                   device=str(torch.device(self.device))))
+            reply["test"] = why or "written"
+        return reply
 
     def forget(self, req):
         """Drops a compiled region (unknown ids are fine), and its AOTI package if it has one."""

@@ -9,6 +9,8 @@ A ctest, label inductor.
   node verdict's finding, every even size passes, the smallest failing size is 3 and is localized to sigmoid; sizes
   outside the exported range [2, 64] are refused one line each (exit 2) while the others are judged; one compile of the
   graph for the whole sweep (no recompile); JSON valid against docs/sizes.schema.json, CSV and HTML written.
+  The culprit's `--repro` directory holds test_repro.py (a plain-PyTorch unit test of the window): it passes
+  under the stock Inductor and fails with the planted lowering (both run).
 - A bug that lives only in the dynamic compile (the last row wrong when the size is symbolic), swept from Python
   (pt2diff.sweep_sizes): every size fails at sigmoid, and the static compile at one size passes (static_check).
 - Clean: decoder_seq (a decoder block, sequence length dynamic) and conv_batch (a conv net, batch dynamic) agree with
@@ -61,7 +63,7 @@ def main():
         sizes = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65]
         p = subprocess.run([pt2diff, "sizes", os.path.join(fixtures, "dynamic_batch.pt2"), "--dim",
                             "s77=" + ",".join(map(str, sizes)), "--compiled", compiled, "--device", DEVICE,
-                            "--json", out["json"], "--csv", out["csv"], "--html", out["html"]],
+                            "--json", out["json"], "--csv", out["csv"], "--html", out["html"], "--repro", os.path.join(tmp, "repro")],
                            capture_output=True, text=True, env=env)
         expect(p.returncode == 2, f"refused sizes make exit 2 after the others are judged ({p.returncode}): {p.stderr[-300:]}")
         refused_lines = [ln for ln in p.stderr.splitlines() if "refused" in ln]
@@ -95,6 +97,18 @@ def main():
             html = open(out["html"]).read() if os.path.exists(out["html"]) else ""
             expect("<svg" in html and "s77=3 fails" in html, "the HTML page plots the sweep, failing sizes marked")
             print(f"     tail bug: failing sizes {failing}, flagged {flagged}, {s['compiles']} compiles, {s['seconds']:.1f} s")
+            # The culprit as a PyTorch unit test (issue 58): fails under the planted compiler, passes under the stock one.
+            repro = (s["localized"][0]["localization"] or {}).get("repro") or {} if s["localized"] else {}
+            test = repro.get("test", "")
+            expect(test.endswith("test_repro.py") and os.path.exists(test), f"--repro wrote test_repro.py: {repro}")
+            if test:
+                stock = subprocess.run([sys.executable, test], capture_output=True, text=True, cwd=tmp)
+                bug = subprocess.run([sys.executable, "-c", "import runpy, sys; sys.path.insert(0, sys.argv[1]); import planted_lowering; "
+                                      "planted_lowering.plant(); sys.argv = sys.argv[2:]; runpy.run_path(sys.argv[0], run_name='__main__')",
+                                      HERE, test], capture_output=True, text=True, cwd=tmp,
+                                     env=dict(env, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1"))
+                expect(stock.returncode == 0 and "OK" in stock.stderr, f"test_repro.py passes under the stock Inductor: {stock.stderr[-300:]}")
+                expect(bug.returncode != 0 and "FAILED" in bug.stderr, f"test_repro.py fails under the planted lowering: {bug.stderr[-300:]}")
 
         # 2. The bug only a dynamic compile has, from Python: the static compile at one size passes.
         env, compiled = planted("dynamic")
