@@ -222,8 +222,8 @@ class DiffResult(Record):
         return f"<pt2diff.DiffResult {self.verdict}: {self.graph} with {self.inputs}, compiled = {self.compiled}>"
 
 
-class SweepResult(Record):
-    """What :func:`pt2diff.sweep` found: the fields of ``pt2diff sweep --json`` (docs/sweep.schema.json)."""
+class _Sweep(Record):
+    """A sweep's result: the fields of its JSON, and the reports the CLI writes (the native handle's)."""
 
     __slots__ = ("_native",)
 
@@ -231,22 +231,29 @@ class SweepResult(Record):
         super().__init__(_decode(native.to_json()))
         object.__setattr__(self, "_native", native)
 
+    def to_json(self) -> str:
+        """The JSON the CLI's ``--json`` writes (the class's schema)."""
+        return self._native.to_json()
+
+    def to_text(self) -> str:
+        """The table the CLI prints."""
+        return self._native.to_text()
+
+    def to_csv(self) -> str:
+        """The rows ``--csv`` writes."""
+        return self._native.to_csv()
+
+
+class SweepResult(_Sweep):
+    """What :func:`pt2diff.sweep` found: the fields of ``pt2diff sweep --json`` (docs/sweep.schema.json); ``to_csv()``
+    has one row per (point, output)."""
+
+    __slots__ = ()
+
     @property
     def run(self) -> DiffResult:
         """The one set of runs, judged at the rule's own tolerance."""
         return DiffResult(self._native.run)
-
-    def to_json(self) -> str:
-        """docs/sweep.schema.json, as ``pt2diff sweep --json`` writes it."""
-        return self._native.to_json()
-
-    def to_text(self) -> str:
-        """The table ``pt2diff sweep`` prints."""
-        return self._native.to_text()
-
-    def to_csv(self) -> str:
-        """One row per (point, output), as ``--csv`` writes it."""
-        return self._native.to_csv()
 
     def to_svg(self) -> str:
         """The plot ``--plot`` writes."""
@@ -257,33 +264,18 @@ class SweepResult(Record):
         return self.run.to_html()
 
 
-class SizeSweepResult(Record):
+class SizeSweepResult(_Sweep):
     """What :func:`pt2diff.sweep_sizes` found: the fields of ``pt2diff sizes --json`` (docs/sizes.schema.json):
     ``points`` (one per size: ``symbol``, ``size``, ``level``, ``fails``, ``worst_ratio``, ``node``, ``culprit``,
     ``recompiles``, ``refused``), ``shapes`` (how the first compile treated the dynamic dims), ``static_check``,
-    ``localized`` (the run at each dim's smallest failing size), ``compiles``, ``recompiles``."""
+    ``localized`` (the run at each dim's smallest failing size), ``compiles``, ``recompiles``; ``to_csv()`` has one
+    row per size."""
 
-    __slots__ = ("_native",)
-
-    def __init__(self, native):
-        super().__init__(_decode(native.to_json()))
-        object.__setattr__(self, "_native", native)
+    __slots__ = ()
 
     def failing_sizes(self, symbol=None) -> list[int]:
         """The sizes that fail, ascending (of `symbol` only, when given)."""
         return [p.size for p in self.points if p.fails and (symbol is None or p.symbol == symbol)]
-
-    def to_json(self) -> str:
-        """docs/sizes.schema.json, as ``pt2diff sizes --json`` writes it."""
-        return self._native.to_json()
-
-    def to_text(self) -> str:
-        """The table ``pt2diff sizes`` prints."""
-        return self._native.to_text()
-
-    def to_csv(self) -> str:
-        """One row per size, as ``--csv`` writes it."""
-        return self._native.to_csv()
 
     def to_html(self) -> str:
         """The page ``--html`` writes: the table and the plot of the worst ratios against the size."""
