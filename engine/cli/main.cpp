@@ -71,6 +71,9 @@ int main(int argc, char** argv) {
   commands.push_back({"sizes", "judge one dynamic compile at every size of the graph's dynamic dims: verdict, worst ratio and culprit per size "
                                "(docs/dynamic-shapes.md)",
                       pt2diff::cli::make_sizes_command()});
+  commands.push_back({"recheck", "judge a graph, a repro directory or a batch summary through the compilers of other torch installations: "
+                                 "verdict and culprit per torch, the regression between them, --bisect-versions for the first bad one (docs/upstream.md)",
+                      pt2diff::cli::make_recheck_command()});
 
   // Listed in --help only: main() hands `batch` to Python before parsing.
   app.add_subcommand("batch", "triage a corpus of graphs (capture dirs, manifests, folders of .pt2), locally or on Ray (docs/batch.md)")
