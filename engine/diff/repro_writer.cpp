@@ -73,11 +73,21 @@ Repro write_repro(const Program& program, const Culprit& culprit, const Referenc
     test.summary = culprit.summary;
     test.rule = rule_name(options.rule);
     test.tol = options.rule.tol;
-    make_inductor_worker(program, worker_options)->export_region(region, inputs, repro.archive, repro.inputs, &test);
+    // The compiler's own files for the window, when the worker that exports it is the compiler under test (Inductor
+    // in the worker's Python, with the run's settings); another compiled side's artifacts are its own.
+    WorkerBackend::Artifacts artifacts;
+    artifacts.dir = (fs::path(options.repro_dir) / "inductor").string();
+    artifacts.settings = worker_options;
+    const bool inductor = options.compiled == "inductor";
+    make_inductor_worker(program, worker_options)
+        ->export_region(region, inputs, repro.archive, repro.inputs, &test, inductor ? &artifacts : nullptr);
     if (test.status == "written")
       repro.test = test.path;
     else
       repro.test_message = test.status;
+    repro.artifacts = artifacts.files;
+    repro.artifacts_message = inductor ? artifacts.status
+                                       : fmt::format("the compiled side is {}, not Inductor: pt2diff writes Inductor's debug trace only", options.compiled);
   } catch (const BackendFailure& f) {
     repro.message = f.what();
     return repro;
@@ -97,13 +107,18 @@ Repro write_repro(const Program& program, const Culprit& culprit, const Referenc
   readme << fmt::format(
       "# pt2diff repro: {}\n\n{}\n\nFrom {} ({} node{}: {}). The archive is the window alone, exported with "
       "torch.export; its inputs are the values the localization fed it (fp64 reference values rounded to their "
-      "dtypes, weights included as inputs).\n\n```\n{}\n```\n\n{}\n",
+      "dtypes, weights included as inputs).\n\n```\n{}\n```\n\n{}\n{}",
       culprit.nodes.size() == 1 ? culprit.nodes.front() : culprit.nodes.front() + " .. " + culprit.nodes.back(), culprit.summary,
       program.path, culprit.nodes.size(), culprit.nodes.size() == 1 ? "" : "s", fmt::join(culprit.nodes, ", "), command,
       repro.test.empty() ? "No unit test was written: " + repro.test_message
                          : "`test_repro.py` is the same window as a PyTorch unit test (plain PyTorch, no pt2diff, in the style of "
                            "`test/inductor/test_torchinductor.py`): `python test_repro.py` or `pytest test_repro.py`; it fails while the "
-                           "compiler bug is there and passes without it.");
+                           "compiler bug is there and passes without it.",
+      repro.artifacts.empty() ? ""
+                              : "\n`inductor/` holds the compiler's own files for the window, from one compile of it with Inductor's debug "
+                                "trace on (what `TORCH_COMPILE_DEBUG=1` writes): `fx_graph_transformed.py` (the post-grad graph), "
+                                "`output_code.py` (the generated code), `ir_post_fusion.txt`, `fx_graph_readable.py`, "
+                                "`fx_graph_runnable.py`.\n");
   repro.ok = true;
   return repro;
 }

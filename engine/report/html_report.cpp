@@ -710,6 +710,16 @@ std::string reproduce_block(const DiffResult& r, const HtmlOptions& o) {
     s += "<h3 style=\"margin-top:0\">Reproduce the culprit alone</h3>\n";
     s += fmt::format("<pre class=\"cmd\"><code>{}</code></pre>\n", esc(repro->command));
     s += fmt::format("<p class=\"muted\">Archive <code>{}</code>, inputs <code>{}</code>.</p>\n", esc(repro->archive), esc(repro->inputs));
+    if (!repro->test.empty())
+      s += fmt::format("<p>As a PyTorch unit test (fails while the bug is there): <a href=\"file://{0}\"><code>{0}</code></a></p>\n", esc(repro->test));
+    if (!repro->artifacts.empty()) {
+      s += "<p>The compiler's own files for the window (Inductor's debug trace of one compile of it):</p><ul>\n";
+      for (const ReproArtifact& a : repro->artifacts)
+        s += fmt::format("<li>{}: <a href=\"file://{}\"><code>{}</code></a></li>\n", esc(a.what), esc(a.path), esc(a.path));
+      s += "</ul>\n";
+    } else if (!repro->artifacts_message.empty()) {
+      s += fmt::format("<p class=\"muted\">No compiler artifacts: {}</p>\n", esc(repro->artifacts_message));
+    }
     if (!o.command.empty()) s += fmt::format("<p class=\"muted\">This report came from:</p><pre class=\"cmd\"><code>{}</code></pre>\n", esc(o.command));
     return s;
   }

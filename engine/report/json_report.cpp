@@ -134,7 +134,13 @@ json hints_json(const std::vector<Hint>& all) {
 json repro_json(const Localization& l) {
   if (!l.repro) return nullptr;
   return {{"ok", l.repro->ok}, {"archive", l.repro->archive}, {"inputs", l.repro->inputs}, {"command", l.repro->command},
-          {"message", l.repro->message}, {"test", l.repro->test}, {"test_message", l.repro->test_message}};
+          {"message", l.repro->message}, {"test", l.repro->test}, {"test_message", l.repro->test_message},
+          {"artifacts", [&] {
+             json files = json::array();
+             for (const ReproArtifact& a : l.repro->artifacts) files.push_back({{"what", a.what}, {"path", a.path}});
+             return files;
+           }()},
+          {"artifacts_message", l.repro->artifacts_message}};
 }
 
 /// The smallest eager set; null unless it was asked for.

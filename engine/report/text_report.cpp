@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -176,6 +177,15 @@ void repro_lines(std::string& out, const Localization& l) {
     line(out, fmt::format("  repro: {}", l.repro->command));
     line(out, l.repro->test.empty() ? fmt::format("  no unit test written: {}", l.repro->test_message)
                                     : fmt::format("  as a PyTorch unit test (fails while the bug is there): python {}", l.repro->test));
+    if (!l.repro->artifacts.empty()) {
+      namespace fs = std::filesystem;
+      std::string names;
+      for (const ReproArtifact& a : l.repro->artifacts) names += (names.empty() ? "" : ", ") + fs::path(a.path).filename().string();
+      line(out, fmt::format("  the compiler's own files for the window (Inductor's debug trace): {}/ ({})",
+                            fs::path(l.repro->artifacts.front().path).parent_path().string(), names));
+    } else if (!l.repro->artifacts_message.empty()) {
+      line(out, fmt::format("  no compiler artifacts: {}", l.repro->artifacts_message));
+    }
   } else if (l.repro) {
     line(out, fmt::format("  repro not written: {}", l.repro->message));
   }

@@ -522,6 +522,24 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile(const RegionSpec& region,
   return compile_with(region, example_inputs, impl_->options);
 }
 
+namespace {
+
+/// A compile's settings as the worker reads them: the Inductor config ("key" -> Python literal) and the torch globals
+/// the compiled code reads at compile and at run time (matmul precision, TF32).
+std::pair<json, json> compile_settings_json(const BackendOptions& settings) {
+  json config = json::object();
+  for (const std::string& kv : settings.inductor_config) {
+    auto eq = kv.find('=');
+    config[kv.substr(0, eq)] = eq == std::string::npos ? "True" : kv.substr(eq + 1);
+  }
+  json globals = json::object();
+  if (!settings.matmul_precision.empty()) globals["matmul_precision"] = settings.matmul_precision;
+  if (settings.no_tf32) globals["tf32"] = false;
+  return {config, globals};
+}
+
+}  // namespace
+
 std::unique_ptr<CompiledRegion> WorkerBackend::compile_with(const RegionSpec& region, const std::vector<c10::IValue>& example_inputs,
                                                             const BackendOptions& settings) {
   const Graph& g = impl_->program.ir.graph;
@@ -530,14 +548,7 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile_with(const RegionSpec& re
   for (NodeId n : region.nodes) nodes.push_back(g.node(n).name);
   for (ValueId v : region.inputs) inputs.push_back(g.value(v).name);
   for (ValueId v : region.outputs) outputs.push_back(g.value(v).name);
-  json config = json::object();
-  for (const std::string& kv : settings.inductor_config) {
-    auto eq = kv.find('=');
-    config[kv.substr(0, eq)] = eq == std::string::npos ? "True" : kv.substr(eq + 1);
-  }
-  json globals = json::object();  // torch globals the compiled code reads at compile and at run time
-  if (!settings.matmul_precision.empty()) globals["matmul_precision"] = settings.matmul_precision;
-  if (settings.no_tf32) globals["tf32"] = false;
+  auto [config, globals] = compile_settings_json(settings);
   json req = {{"op", "compile"}, {"region", id},        {"nodes", nodes},   {"inputs", inputs},
               {"outputs", outputs}, {"exploded", region.exploded}, {"config", config}, {"settings", globals},
               {"dynamic", !settings.static_shapes},
@@ -582,7 +593,8 @@ void WorkerBackend::start_ahead() {
 }
 
 std::vector<std::string> WorkerBackend::export_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs,
-                                                    const std::string& archive, const std::string& inputs_file, UnitTest* test) {
+                                                    const std::string& archive, const std::string& inputs_file, UnitTest* test,
+                                                    Artifacts* artifacts) {
   const Graph& g = impl_->program.ir.graph;
   json nodes = json::array(), in = json::array(), out = json::array();
   for (NodeId n : region.nodes) nodes.push_back(g.node(n).name);
@@ -595,8 +607,18 @@ std::vector<std::string> WorkerBackend::export_region(const RegionSpec& region, 
     req["test_file"] = fs::absolute(test->path).string();
     req["test"] = {{"graph", test->graph}, {"nodes", test->nodes}, {"summary", test->summary}, {"rule", test->rule}, {"tol", test->tol}};
   }
+  if (artifacts) {
+    auto [config, globals] = compile_settings_json(artifacts->settings);
+    req["artifacts_dir"] = fs::absolute(artifacts->dir).string();
+    req["config"] = config;
+    req["settings"] = globals;
+  }
   json reply = impl_->request(req, "writing the repro " + archive, BackendFailure::Kind::RunFailed);
   if (test) test->status = reply.value("test", std::string("the worker wrote no test (no \"test\" in its export reply)"));
+  if (artifacts) {
+    for (const json& f : reply.value("artifacts", json::array())) artifacts->files.push_back({f.value("what", ""), f.value("path", "")});
+    artifacts->status = reply.value("artifacts_message", std::string(reply.contains("artifacts") ? "" : "the worker wrote no artifacts"));
+  }
   return reply.value("nodes", std::vector<std::string>{});
 }
 

@@ -41,12 +41,22 @@ class WorkerBackend final : public Backend {
     double tol = 1e-3;
     std::string status;
   };
+  /// The compiler's own artifacts of an exported window (export_region's `artifacts`): one compile of it with
+  /// Inductor's debug trace on (python/pt2diff_worker/artifacts.py), its files copied into `dir` under the
+  /// compile settings `settings` (Inductor config, matmul precision, TF32); `files` what was written, `status` why
+  /// none when empty.
+  struct Artifacts {
+    std::string dir;
+    BackendOptions settings;
+    std::vector<ReproArtifact> files;
+    std::string status;
+  };
   /// Writes `region` (fused) as a standalone torch.export archive at `archive` and its inputs (one per
   /// RegionSpec::inputs entry, weights included) as a torch.save tuple at `inputs_file`; with `test`, also the
-  /// window as a PyTorch unit test (python/pt2diff_worker/unit_test.py). Returns the exported program's node
-  /// names, in order. Throws BackendFailure.
+  /// window as a PyTorch unit test (python/pt2diff_worker/unit_test.py); with `artifacts`, the compiler's own files
+  /// of the window. Returns the exported program's node names, in order. Throws BackendFailure.
   std::vector<std::string> export_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs, const std::string& archive,
-                                         const std::string& inputs_file, UnitTest* test = nullptr);
+                                         const std::string& inputs_file, UnitTest* test = nullptr, Artifacts* artifacts = nullptr);
 
   /// Runs a region compiled by this backend (CompiledRegion::run() calls it); with `observed`, the
   /// kernel map of the run too (the worker's `observed_file`: docs/worker-protocol.md); with `shapes`, a recompile

@@ -89,6 +89,14 @@ struct Culprit {
 const char* culprit_kind_name(Culprit::Kind kind);  ///< "single_op", "window", "flaky", "inconclusive"
 const char* culprit_conclusion_name(Culprit::Conclusion conclusion);  ///< "named", "flaky_boundary", ...
 
+/// One file the compiler wrote for the culprit window (Repro::artifacts).
+struct ReproArtifact {
+  /// "post_grad_graph" (fx_graph_transformed.py), "output_code" (output_code.py), "ir_post_fusion", "aot_graph",
+  /// "runnable" (fx_graph_runnable.py): Inductor's debug trace, as TORCH_COMPILE_DEBUG=1 writes it.
+  std::string what;
+  std::string path;
+};
+
 /// The culprit window as a standalone program anyone can run (DiffOptions::repro_dir).
 struct Repro {
   bool ok = false;
@@ -100,6 +108,10 @@ struct Repro {
   /// pytest): fails while the compiler bug is there (docs/upstream.md); empty when not written, `test_message` why.
   std::string test;
   std::string test_message;
+  /// DIR/inductor/: the compiler's own files for the window (its post-grad graph, generated code, fused IR) from one
+  /// compile with Inductor's debug trace, when the compiled side is Inductor itself; `artifacts_message` why not.
+  std::vector<ReproArtifact> artifacts;
+  std::string artifacts_message;
 };
 
 struct Localization {

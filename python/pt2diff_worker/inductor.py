@@ -14,7 +14,7 @@ import traceback
 
 import torch
 
-from . import distinct_ops, kernel_map, regions, shapes, training, unit_test
+from . import artifacts, distinct_ops, kernel_map, regions, shapes, training, unit_test
 from .archive import Archive
 from .protocol import PROTOCOL, Failure, describe, failure_kind
 
@@ -346,6 +346,13 @@ class Worker:
                                    rule=t.get("rule", "same"), tol=float(t.get("tol", 1e-3)),
                                    device=str(torch.device(self.device))))
             reply["test"] = why or "written"
+        if req.get("artifacts_dir"):
+            # The compiler's own artifacts of the window (artifacts.py): Inductor's debug trace of one compile of it.
+            config = {k: config_value(v) for k, v in req.get("config", {}).items()}
+            files, why = artifacts.write(gm, example, req["artifacts_dir"], config=config,
+                                         settings_context=torch_settings(req.get("settings", {})))
+            reply["artifacts"] = [{"what": w, "path": p} for w, p in files]
+            reply["artifacts_message"] = why
         return reply
 
     def forget(self, req):

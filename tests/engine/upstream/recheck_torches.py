@@ -117,8 +117,18 @@ def main():
 
         # 2. The culprit's repro directory, bisected over three releases in order.
         repro = os.path.join(tmp, "repro")
-        p = subprocess.run([pt2diff, graph, inputs, "--worker-python", planted, "--repro", repro], capture_output=True, text=True)
+        path = os.path.join(tmp, "planted.json")
+        p = subprocess.run([pt2diff, graph, inputs, "--worker-python", planted, "--repro", repro, "--json", path], capture_output=True, text=True)
         expect(p.returncode == 1 and os.path.exists(os.path.join(repro, "repro.pt2")), f"repro written under the planted torch: {p.returncode} {p.stderr[-300:]}")
+        # The compiler's own files for the window come from the compiler under test: the planted scale is in its code.
+        report = json.load(open(path)) if os.path.exists(path) else {}
+        checks.validate(report)
+        made = {a["what"]: a["path"] for a in (((report.get("localization") or {}).get("repro") or {}).get("artifacts") or [])}
+        expect({"post_grad_graph", "output_code", "ir_post_fusion"} <= set(made), f"the compiler's artifacts listed: {sorted(made)}")
+        code = open(made["output_code"]).read() if "output_code" in made else ""
+        graph_code = open(made["post_grad_graph"]).read() if "post_grad_graph" in made else ""
+        expect("1.01" in code and "sigmoid" in graph_code,
+               f"output_code.py holds the planted lowering (x 1.01), the post-grad graph the sigmoid: {len(code)} {len(graph_code)} chars")
         path = os.path.join(tmp, "bisect.json")
         p = subprocess.run([pt2diff, "recheck", repro, "--torch", here, "--torch", second, "--torch", "planted=" + planted, "--bisect-versions",
                             "--json", path], capture_output=True, text=True)
