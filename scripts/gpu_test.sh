@@ -3,7 +3,7 @@
 #
 #   scripts/gpu_test.sh --python /path/to/python   build against that Python's torch (a CUDA wheel, 2.11-2.14)
 #                                                  as is, then run every GPU check; PT2DIFF_PYTHON works too
-#   scripts/gpu_test.sh --part N [--python ...]    only part N (1 to 8) of the checks: each part, with the
+#   scripts/gpu_test.sh --part N [--python ...]    only part N (1 to 9) of the checks: each part, with the
 #                                                  build, fits in one 10-minute command on an H200
 #   scripts/gpu_test.sh --list                     the parts and their checks
 #
@@ -17,14 +17,14 @@ while (($#)); do
   case "$1" in
     --python) export PT2DIFF_PYTHON=${2:?"--python needs the path of a Python that has a CUDA torch"}; shift ;;
     --python=*) export PT2DIFF_PYTHON=${1#--python=} ;;
-    --part) PART=${2:?"--part needs 1 to 8"}; shift ;;
+    --part) PART=${2:?"--part needs 1 to 9"}; shift ;;
     --part=*) PART=${1#--part=} ;;
     --list) LIST=1 ;;
     *) echo "gpu_test.sh: unknown argument '$1' (--python PATH, --part N, --list)" >&2; exit 2 ;;
   esac
   shift
 done
-case "$PART" in ""|[1-8]) ;; *) echo "gpu_test.sh: --part $PART: the parts are 1 to 8 (--list)" >&2; exit 2 ;; esac
+case "$PART" in ""|[1-9]) ;; *) echo "gpu_test.sh: --part $PART: the parts are 1 to 9 (--list)" >&2; exit 2 ;; esac
 PYTHON=${PT2DIFF_PYTHON:-$(command -v python3)}
 export PT2DIFF_PYTHON=$PYTHON
 BUILD=${PT2DIFF_BUILD_DIR:-$ROOT/build}
@@ -87,6 +87,8 @@ check 8 "training steps on CUDA: bf16 steps exported there, captured bit-exact, 
   "$PYTHON" "$ROOT/tests/engine/localize/training_inductor.py" "$cli" "$fixtures"
 check 8 "dynamic shapes on CUDA: dims compiled symbolic, a tail-only and a dynamic-only planted bug found by the size sweep and named, clean dynamic graphs agree at every default size" \
   env PYTHONPATH="$BUILD/python" "$PYTHON" "$ROOT/tests/engine/localize/sizes_inductor.py" "$cli" "$fixtures"
+check 9 "recheck on CUDA: the build's torch and one with a planted lowering, the regression and bisection named, test_repro.py passing and failing on the GPU, the compiler's artifacts of the window" \
+  env PYTHONPATH="$BUILD/python" PT2DIFF_SECOND_TORCH="$PYTHON" "$PYTHON" "$ROOT/tests/engine/upstream/recheck_torches.py" "$cli" "$fixtures"
 # AOTInductor on CUDA in three parts: its package builds (115-121 s) and instrumented AOTI compiles (102-105 s) are
 # minutes each. All of it with the build was killed at 600 s on a fresh H200 (2026-12-04), and so were the planted
 # package's two checks together: the build, that package (115 s) and check 3 (282 s) left check 4 unfinished.

@@ -15,7 +15,10 @@ interpreter), a torch reporting 2.9.1, a torch whose torch.export.load refuses t
   other torches still run (exit 2); the regression between the good and the bad torch names sigmoid, the one node whose
   compiled local error changed, and the first diverging op; JSON valid against docs/recheck.schema.json.
 - The culprit's repro directory, rechecked with --bisect-versions over [2.13, second, planted]: the first bad torch is
-  the planted one; its test_repro.py passes under the second torch (a plain-PyTorch unit test on another release).
+  the planted one; its test_repro.py passes under the second torch (a plain-PyTorch unit test on another release) and
+  fails under the planted one; the repro's compiler artifacts (Inductor's debug trace of the window) come from the
+  compiler under test: its output_code.py holds the planted scale.
+PT2DIFF_TEST_DEVICE=cuda runs it all on the GPU (scripts/gpu_test.sh part 9, the second torch being the build's own).
 - A batch summary with an agreeing and a diverging case: only the diverging one is rechecked.
 """
 import json
@@ -30,6 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..", "..")
 sys.path.insert(0, os.path.join(HERE, "..", ".."))
 from report_checks import Checks  # noqa: E402
+DEVICE = os.environ.get("PT2DIFF_TEST_DEVICE", "cpu")
 
 
 def second_torch():
@@ -70,8 +74,10 @@ def main():
     checks = Checks()
     expect = checks.expect
     second, install_seconds = second_torch()
-    version = subprocess.run([second, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True).stdout.strip()
-    print(f"     second torch: {version} at {second} ({install_seconds:.1f} s to get it)")
+    def torch_of(python):
+        return subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True).stdout.strip()
+    version, own = torch_of(second), torch_of(sys.executable)
+    print(f"     second torch: {version} at {second} ({install_seconds:.1f} s to get it); the build's: {own}; device {DEVICE}")
     graph, inputs = os.path.join(fixtures, "dynamic_batch.pt2"), os.path.join(fixtures, "dynamic_batch_inputs.pt")
     with tempfile.TemporaryDirectory() as tmp:
         planted = wrapper(tmp, "planted", sys.executable, PT2DIFF_TORCH_DOUBLE="planted", PT2DIFF_PLANT_OP="sigmoid",
@@ -80,12 +86,13 @@ def main():
         refuses = wrapper(tmp, "refuses", second, PT2DIFF_TORCH_DOUBLE="load_error")
         subprocess.run([os.path.join(sys.base_prefix, "bin", "python3"), "-m", "venv", "--without-pip", os.path.join(tmp, "notorch")], check=True)
         notorch = os.path.join(tmp, "notorch", "bin", "python")
-        here = "2.13=" + sys.executable
+        here = "build=" + sys.executable
+        device = ["--device", DEVICE]
 
         # 1. The table: two good torches, a bad one, three that cannot judge.
         path = os.path.join(tmp, "recheck.json")
         p = subprocess.run([pt2diff, "recheck", graph, inputs, "--torch", here, "--torch", second, "--torch", "planted=" + planted,
-                            "--torch", "none=" + notorch, "--torch", "old=" + old, "--torch", "refuses=" + refuses, "--json", path],
+                            "--torch", "none=" + notorch, "--torch", "old=" + old, "--torch", "refuses=" + refuses, "--json", path] + device,
                            capture_output=True, text=True)
         print(p.stdout)
         doc = json.load(open(path)) if os.path.exists(path) else None
@@ -97,7 +104,7 @@ def main():
         by = {r["label"] or r["version"]: r for r in rows}
         expect([r["level"] for r in rows] == ["pass", "pass", "fail", "unusable", "unusable", "unusable"],
                f"levels in order: {[r['level'] for r in rows]}")
-        expect(rows[1]["version"] == version and rows[0]["version"].startswith("2.13"), f"versions read: {[r['version'] for r in rows]}")
+        expect(rows[1]["version"] == version and rows[0]["version"] == own, f"versions read: {[r['version'] for r in rows]}")
         bad = by.get("planted", {})
         expect(bad.get("culprit") == "sigmoid" and bad.get("culprit_op") == "aten.sigmoid.default" and bad.get("culprit_ratio", 0) > 100,
                f"planted: sigmoid named, compiled local error at it over 100x eager's: {bad.get('culprit')} {bad.get('culprit_ratio')}")
@@ -118,7 +125,7 @@ def main():
         # 2. The culprit's repro directory, bisected over three releases in order.
         repro = os.path.join(tmp, "repro")
         path = os.path.join(tmp, "planted.json")
-        p = subprocess.run([pt2diff, graph, inputs, "--worker-python", planted, "--repro", repro, "--json", path], capture_output=True, text=True)
+        p = subprocess.run([pt2diff, graph, inputs, "--worker-python", planted, "--repro", repro, "--json", path] + device, capture_output=True, text=True)
         expect(p.returncode == 1 and os.path.exists(os.path.join(repro, "repro.pt2")), f"repro written under the planted torch: {p.returncode} {p.stderr[-300:]}")
         # The compiler's own files for the window come from the compiler under test: the planted scale is in its code.
         report = json.load(open(path)) if os.path.exists(path) else {}
@@ -131,7 +138,7 @@ def main():
                f"output_code.py holds the planted lowering (x 1.01), the post-grad graph the sigmoid: {len(code)} {len(graph_code)} chars")
         path = os.path.join(tmp, "bisect.json")
         p = subprocess.run([pt2diff, "recheck", repro, "--torch", here, "--torch", second, "--torch", "planted=" + planted, "--bisect-versions",
-                            "--json", path], capture_output=True, text=True)
+                            "--json", path] + device, capture_output=True, text=True)
         print(p.stdout)
         doc = json.load(open(path)) if os.path.exists(path) else {"cases": [{}]}
         b = doc["cases"][0].get("bisection") or {}
@@ -142,6 +149,8 @@ def main():
         if os.path.exists(test):
             p = subprocess.run([second, test], capture_output=True, text=True, cwd=tmp)
             expect(p.returncode == 0, f"test_repro.py passes under torch {version}: {p.stderr[-400:]}")
+            p = subprocess.run([planted, test], capture_output=True, text=True, cwd=tmp)
+            expect(p.returncode != 0 and "FAILED" in p.stderr, f"test_repro.py fails under the planted torch: {p.returncode} {p.stderr[-300:]}")
 
         # 3. A batch summary: only the case that did not agree is rechecked.
         summary = os.path.join(tmp, "summary.json")
@@ -149,7 +158,7 @@ def main():
             {"case": "clean", "graph": os.path.join(fixtures, "mlp.pt2"), "inputs": os.path.join(fixtures, "mlp_inputs.pt"), "verdict": "agree", "level": "pass"},
             {"case": "bug", "graph": "repro/repro.pt2", "inputs": "repro/repro_inputs.pt", "verdict": "diverged", "level": "fail"}]}, open(summary, "w"))
         path = os.path.join(tmp, "summary_recheck.json")
-        p = subprocess.run([pt2diff, "recheck", summary, "--torch", second, "--json", path], capture_output=True, text=True)
+        p = subprocess.run([pt2diff, "recheck", summary, "--torch", second, "--json", path] + device, capture_output=True, text=True)
         doc = json.load(open(path)) if os.path.exists(path) else {"cases": []}
         expect(p.returncode == 0 and [c["graph"] for c in doc["cases"]] == [os.path.join(tmp, "repro", "repro.pt2")]
                and doc["cases"][0]["rows"][0]["level"] == "pass",
