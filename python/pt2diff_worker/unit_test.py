@@ -78,11 +78,16 @@ class TestRepro(TestCase):
         inputs = torch.load(os.path.join(HERE, {inputs_name!r}), weights_only=True)
         inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in inputs]
         model = Repro()
+
+        def fresh(cast=lambda x: x):
+            # Each run on its own copy of the inputs: a window that writes into them must not see another run's writes.
+            return [cast(x.clone()) if isinstance(x, torch.Tensor) else x for x in inputs]
+
         with torch.no_grad():
-            eager = model(*inputs)
-            reference = model(*[fp64(x) for x in inputs])
+            eager = model(*fresh())
+            reference = model(*fresh(fp64))
             torch._dynamo.reset()
-            compiled = torch.compile(model, backend="inductor", fullgraph=True, dynamic=False)(*inputs)
+            compiled = torch.compile(model, backend="inductor", fullgraph=True, dynamic=False)(*fresh())
 {judge}
 
 

@@ -58,7 +58,8 @@ def main():
     expect = checks.expect
     with tempfile.TemporaryDirectory() as tmp:
         # The real bug, with the stock Inductor.
-        p, r, html = run(pt2diff, fixtures, "scatter_into_input", tmp)
+        repro = os.path.join(tmp, "scatter_repro")
+        p, r, html = run(pt2diff, fixtures, "scatter_into_input", tmp, "--repro", repro)
         expect(r is not None, f"scatter_into_input ran ({p.returncode}): {p.stderr.strip()[-300:]}")
         if r is not None:
             checks.validate(r)
@@ -77,6 +78,17 @@ def main():
                        f"a lever compiled on the window removes it: {lever and lever['summary'][:120]}")
                 expect("input &#39;x&#39; after the graph" in html or "input 'x' after the graph" in html,
                        "the HTML report names the written input")
+                # The fused window as a PyTorch unit test: it fails under the stock Inductor, and passes with the lever
+                # that removes the bug (max_fusion_size=1), set before the test runs.
+                test = os.path.join(repro, "test_repro.py")
+                expect(os.path.exists(test), f"test_repro.py written for the window: {r['localization'].get('repro')}")
+                if os.path.exists(test):
+                    q = subprocess.run([sys.executable, test], capture_output=True, text=True, cwd=tmp)
+                    expect(q.returncode != 0 and "FAILED" in q.stderr, f"test_repro.py fails under the stock Inductor: {q.returncode} {q.stderr[-300:]}")
+                    lever = ("import runpy, sys, torch._inductor.config as c; c.max_fusion_size = 1; sys.argv = [sys.argv[1]]; "
+                             "runpy.run_path(sys.argv[0], run_name='__main__')")
+                    q = subprocess.run([sys.executable, "-c", lever, test], capture_output=True, text=True, cwd=tmp)
+                    expect(q.returncode == 0, f"test_repro.py passes without the bug (max_fusion_size=1): {q.returncode} {q.stderr[-300:]}")
                 print(f"     (the stock Inductor's bug reproduces on this torch: {x['reason']})")
             else:
                 print("     (the stock Inductor's bug does not reproduce on this torch: input 'x' agrees)")
