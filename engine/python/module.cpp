@@ -64,6 +64,11 @@ struct SizesHandle {
   std::shared_ptr<const Program> program;
 };
 
+struct RecheckHandle {
+  std::shared_ptr<const RecheckResult> result;
+  std::shared_ptr<const Program> program;
+};
+
 // --- inputs --------------------------------------------------------------------------------------
 
 [[noreturn]] void bad_inputs(const std::string& what) { throw Error(Error::Kind::BadInputs, what); }
@@ -461,6 +466,28 @@ PYBIND11_MODULE(_pt2diff, m) {
         return SizesHandle{result, p.program};
       },
       py::arg("program"), py::arg("inputs"), py::arg("dims"), py::arg("static_check"), py::arg("options"));
+  py::class_<RecheckHandle>(m, "RecheckResult", "A recheck's result (the native handle behind pt2diff.RecheckResult).")
+      .def("to_json", [](const RecheckHandle& h) { return recheck_to_json({*h.result}); })
+      .def("to_text", [](const RecheckHandle& h) { return recheck_to_text(*h.result); });
+  m.def(
+      "recheck",
+      [](const ProgramHandle& p, py::object inputs, const std::vector<std::string>& torches, bool bisect, bool any_version,
+         double change_factor, const py::dict& o) {
+        BoundInputs bound = bind_call(p, inputs, o);
+        RecheckOptions options;
+        options.diff = diff_options(*p.program, p.libraries, o);
+        for (const std::string& t : torches) options.torches.push_back(parse_torch_install(t));
+        options.bisect = bisect;
+        options.any_version = any_version;
+        options.change_factor = change_factor;
+        Progress progress(o);
+        progress.attach(options.diff.backend);
+        auto result = engine_call([&] { return std::make_shared<const RecheckResult>(recheck(*p.program, bound, options)); });
+        progress.clear();
+        return RecheckHandle{result, p.program};
+      },
+      py::arg("program"), py::arg("inputs"), py::arg("torches"), py::arg("bisect"), py::arg("any_version"), py::arg("change_factor"),
+      py::arg("options"));
   m.def(
       "cli_flags",
       [](const ProgramHandle& p, const py::dict& o) {

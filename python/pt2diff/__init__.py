@@ -37,10 +37,10 @@ except ImportError as e:  # pragma: no cover - an installation without the modul
                       "scripts/setup.sh or pip install --no-build-isolation ./python (docs/python.md)") from e
 from ._pt2diff import (BadArchiveError, BadInputsError, Error, InternalError, Program, UnsupportedError,
                        UsageError)
-from ._results import DiffResult, Explanation, OutputValues, Record, SizeSweepResult, SweepResult
+from ._results import DiffResult, Explanation, OutputValues, RecheckResult, Record, SizeSweepResult, SweepResult
 
-__all__ = ["load", "diff", "diff_training_step", "explain", "sweep", "sweep_sizes", "cli_flags", "Program", "DiffResult",
-           "SweepResult", "SizeSweepResult", "Explanation",
+__all__ = ["load", "diff", "diff_training_step", "explain", "sweep", "sweep_sizes", "recheck", "cli_flags", "Program", "DiffResult",
+           "SweepResult", "SizeSweepResult", "RecheckResult", "Explanation",
            "Record", "OutputValues", "Error", "UsageError", "BadArchiveError", "BadInputsError", "UnsupportedError",
            "InternalError"]
 
@@ -275,6 +275,30 @@ def sweep_sizes(program, inputs=None, *, dims=(), static_check=True, **options) 
     o["device"] = _run_device(program, inputs, o["device"])
     p = _program(program, inputs)
     return SizeSweepResult(_pt2diff.sweep_sizes(p, inputs, specs, bool(static_check), o))
+
+
+def recheck(program, inputs=None, *, torches, bisect=False, any_version=False, change_factor=2.0, **options) -> RecheckResult:
+    """The graph judged through the compilers of other torch installations, as ``pt2diff recheck`` does
+    (docs/upstream.md): per torch the verdict, the culprit and the compiled local error at it, all against one fp64
+    reference; between adjacent torches whose verdicts differ, the nodes whose compiled local error changed.
+
+    ``torches`` lists the Pythons of torch installations, oldest first: ``["/venvs/t213/bin/python", "nightly=/opt/n/bin/python"]``
+    (``LABEL=PYTHON`` or ``PYTHON``), or a dict ``{label: python}``. ``bisect`` runs only what a bisection needs to name
+    the first bad torch (the first must pass, the last fail). A torch outside 2.11-2.14 is refused in its row unless
+    ``any_version``. Takes the compiler, rule and input options of :func:`diff` (the compiled side must be ``inductor``
+    or ``aoti:...``: a compiler in each torch's worker). A torch that cannot judge (no torch, an unsupported version, an
+    archive it cannot load) is a row with its ``problem``; the others still run.
+    """
+    if isinstance(torches, dict):
+        specs = [f"{label}={python}" for label, python in torches.items()]
+    elif isinstance(torches, (str, bytes)):
+        raise TypeError("recheck: torches is a list of Pythons (or LABEL=PYTHON), not one string")
+    else:
+        specs = [str(t) for t in torches]
+    o = _options(_DIFF_OPTIONS, options, "recheck")
+    o["device"] = _run_device(program, inputs, o["device"])
+    p = _program(program, inputs)
+    return RecheckResult(_pt2diff.recheck(p, inputs, specs, bool(bisect), bool(any_version), float(change_factor), o))
 
 
 def cli_flags(program, inputs=None, **options) -> list[str]:

@@ -282,6 +282,34 @@ class SizeSweepResult(_Sweep):
         return self._native.to_html()
 
 
+class RecheckResult(Record):
+    """What :func:`pt2diff.recheck` found: the fields of one case of ``pt2diff recheck --json``
+    (docs/recheck.schema.json): ``rows`` (one per torch: ``label``, ``python``, ``version``, ``level``, ``fails``,
+    ``problem``, ``worst_ratio``, ``culprit``, ``culprit_op``, ``culprit_ratio``, ...), ``regressions`` (``good``,
+    ``bad``, ``fixed``, ``changed`` nodes with ``before``/``after``/``eager``/``factor``, ``first_diverging``),
+    ``bisection`` (``first_bad``, ``runs``, ``summary``) or None."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native):
+        super().__init__(_decode(native.to_json())["cases"][0])
+        object.__setattr__(self, "_native", native)
+
+    def first_bad(self):
+        """The row of the first bad torch the bisection named, else the first failing row, else None."""
+        if self.bisection is not None and self.bisection.first_bad is not None:
+            return self.rows[self.bisection.first_bad]
+        return next((r for r in self.rows if r.fails), None)
+
+    def to_json(self) -> str:
+        """The JSON ``pt2diff recheck --json`` writes for this one case (the document, with ``cases`` of one)."""
+        return self._native.to_json()
+
+    def to_text(self) -> str:
+        """The table the CLI prints."""
+        return self._native.to_text()
+
+
 class Explanation:
     """What :func:`pt2diff.explain` found: ``hints`` (Records as in ``localization.hints``) and the text."""
 

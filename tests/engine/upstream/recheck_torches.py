@@ -20,6 +20,7 @@ interpreter), a torch reporting 2.9.1, a torch whose torch.export.load refuses t
   compiler under test: its output_code.py holds the planted scale.
 PT2DIFF_TEST_DEVICE=cuda runs it all on the GPU (scripts/gpu_test.sh part 9, the second torch being the build's own).
 - A batch summary with an agreeing and a diverging case: only the diverging one is rechecked.
+- pt2diff.recheck from Python, bisecting over the build's torch and the planted one.
 """
 import json
 import os
@@ -163,6 +164,16 @@ def main():
         expect(p.returncode == 0 and [c["graph"] for c in doc["cases"]] == [os.path.join(tmp, "repro", "repro.pt2")]
                and doc["cases"][0]["rows"][0]["level"] == "pass",
                f"the diverged case alone, passing under torch {version}: {p.returncode} {[c['graph'] for c in doc['cases']]} {p.stderr[-300:]}")
+
+        # 4. From Python: pt2diff.recheck, bisecting over the build's torch and the planted one.
+        import pt2diff as pd
+        import torch
+        r = pd.recheck(graph, torch.load(inputs, weights_only=True), torches={"build": sys.executable, "planted": planted}, bisect=True, device=DEVICE)
+        bad = r.first_bad()
+        expect(bad is not None and bad.label == "planted" and bad.culprit == "sigmoid" and r.bisection.runs == 2
+               and "first bad torch: planted" in r.to_text(),
+               f"pt2diff.recheck names the planted torch and sigmoid: {bad and bad.label} {bad and bad.culprit} {r.bisection}")
+        validate(checks, json.loads(r.to_json()))
     return checks.finish("recheck judged the graph through other torch installations")
 
 
