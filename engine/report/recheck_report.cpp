@@ -42,7 +42,7 @@ std::string recheck_to_text(const RecheckResult& r) {
     const std::string culprit = row.culprit.empty() ? "-" : fmt::format("{} ({})", row.culprit, row.culprit_op);
     out += fmt::format("  {:<14} {:<16} {:<16} {:>9} {:<16} {:>9} {:<16} {:<34} {:>9} {:>8.2f}\n", row_name(row), row.version, row_verdict(row),
                        recheck_ratio(row.worst_ratio), row.worst_output, recheck_ratio(row.node_ratio), row.node, culprit,
-                       row.culprit.empty() ? "-" : recheck_ratio(row.culprit_ratio), row.seconds);
+                       row.culprit_ratio > 0 ? recheck_ratio(row.culprit_ratio) : "-", row.seconds);
     if (row.compiled_failed) out += fmt::format("  {:<14} {}\n", "", row.compile_failure);
   }
   for (const Regression& g : r.regressions) {

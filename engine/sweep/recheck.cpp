@@ -90,7 +90,11 @@ void fill_torch_row(TorchRow& row, DiffResult r) {
     row.culprit = c.nodes.size() == 1 ? c.nodes.front() : c.nodes.front() + " .. " + c.nodes.back();
     row.culprit_op = c.ops.size() == 1 ? c.ops.front() : c.ops.front() + " .. " + c.ops.back();
     row.culprit_source = c.sources.empty() ? "" : c.sources.front();
-    if (const NodeError* n = find_recheck_node(r, c.nodes.front())) row.culprit_ratio = n->compiled_vs_eager;
+    // The culprit compiled alone on fp64-exact inputs, its error over eager's: the localization's own verdict on it (a
+    // window's too); else the exploded compile's ratio at its first node.
+    row.culprit_ratio = c.verdict.error_ratio;
+    if (!(row.culprit_ratio > 0))
+      if (const NodeError* n = find_recheck_node(r, c.nodes.front())) row.culprit_ratio = n->compiled_vs_eager;
   }
   row.result = std::move(r);
 }

@@ -82,7 +82,8 @@ struct TorchRow {
   std::string culprit;         ///< the localization's culprit nodes, when one was named ("sigmoid", "mm .. add_3")
   std::string culprit_op;      ///< their ops
   std::string culprit_source;  ///< the first culprit node's source line
-  /// The compiled local error at the culprit (its first node), as a ratio to eager's local error; 0 when none.
+  /// The compiled local error at the culprit, as a ratio to eager's: the culprit (op or window) compiled alone on
+  /// fp64-exact inputs, as the localization judged it; 0 when none.
   double culprit_ratio = 0;
   double seconds = 0;
   /// The run itself (nodes with their compiled local errors, the localization): what the regression compares.
