@@ -87,7 +87,7 @@ check 8 "training steps on CUDA: bf16 steps exported there, captured bit-exact, 
   "$PYTHON" "$ROOT/tests/engine/localize/training_inductor.py" "$cli" "$fixtures"
 check 8 "dynamic shapes on CUDA: dims compiled symbolic, a tail-only and a dynamic-only planted bug found by the size sweep and named, clean dynamic graphs agree at every default size" \
   env PYTHONPATH="$BUILD/python" "$PYTHON" "$ROOT/tests/engine/localize/sizes_inductor.py" "$cli" "$fixtures"
-check 9 "recheck on CUDA: the build's torch and one with a planted lowering, the regression and bisection named, test_repro.py passing and failing on the GPU, the compiler's artifacts of the window" \
+check 9 "recheck on CUDA: the build's torch and one with a planted lowering, the regression and bisection named, test_repro.py of the window passing and failing" \
   env PYTHONPATH="$BUILD/python" PT2DIFF_SECOND_TORCH="$PYTHON" "$PYTHON" "$ROOT/tests/engine/upstream/recheck_torches.py" "$cli" "$fixtures"
 # AOTInductor on CUDA in three parts: its package builds (115-121 s) and instrumented AOTI compiles (102-105 s) are
 # minutes each. All of it with the build was killed at 600 s on a fresh H200 (2026-12-04), and so were the planted

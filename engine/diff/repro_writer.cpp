@@ -78,16 +78,23 @@ Repro write_repro(const Program& program, const Culprit& culprit, const Referenc
     WorkerBackend::Artifacts artifacts;
     artifacts.dir = (fs::path(options.repro_dir) / "inductor").string();
     artifacts.settings = worker_options;
+    // Only from a compile on the device the run compiled for: a CPU export diffed on a GPU has its window exported (and
+    // its test run) on the CPU, whose compile is not the one that went wrong.
     const bool inductor = options.compiled == "inductor";
+    const bool same_device = worker_options.device == options.backend.device;
     make_inductor_worker(program, worker_options)
-        ->export_region(region, inputs, repro.archive, repro.inputs, &test, inductor ? &artifacts : nullptr);
+        ->export_region(region, inputs, repro.archive, repro.inputs, &test, inductor && same_device ? &artifacts : nullptr);
     if (test.status == "written")
       repro.test = test.path;
     else
       repro.test_message = test.status;
     repro.artifacts = artifacts.files;
-    repro.artifacts_message = inductor ? artifacts.status
-                                       : fmt::format("the compiled side is {}, not Inductor: pt2diff writes Inductor's debug trace only", options.compiled);
+    repro.artifacts_message =
+        !inductor      ? fmt::format("the compiled side is {}, not Inductor: pt2diff writes Inductor's debug trace only", options.compiled)
+        : !same_device ? fmt::format("the run compiled for {} but the window of this {} export is written for {}: its compile there would not be "
+                                     "the one that went wrong (export the model on {} for a repro there)",
+                                     options.backend.device, program.export_device.type, worker_options.device, options.backend.device)
+                       : artifacts.status;
   } catch (const BackendFailure& f) {
     repro.message = f.what();
     return repro;

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <unistd.h>
 
+#include "engine/sweep/run_summary.h"
 #include "engine/worker/worker_process.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/error.h"
@@ -73,18 +74,16 @@ const NodeError* find_recheck_node(const DiffResult& r, const std::string& name)
 
 void fill_torch_row(TorchRow& row, DiffResult r) {
   row.judged = true;
-  row.level = result_level(r);
-  row.fails = counts_as_failing(r);
-  row.compiled_failed = r.compiled_failed;
+  const RunSummary run = summarize_run(r);
+  row.level = run.level;
+  row.fails = run.fails;
+  row.compiled_failed = run.compiled_failed;
+  row.worst_ratio = run.worst_ratio;
+  row.worst_output = run.worst_output;
+  row.node_ratio = run.node_ratio;
+  row.node = run.node;
   for (const CompileRecord& c : r.compiles)
     if (!c.ok && row.compile_failure.empty()) row.compile_failure = fmt::format("{} compile: {}: {}", c.what, failure_kind_name(c.failure), c.message);
-  for (const OutputVerdict& o : r.outputs)
-    if (row.worst_output.empty() || o.verdict.error_ratio > row.worst_ratio) {
-      row.worst_ratio = o.verdict.error_ratio;
-      row.worst_output = o.name;
-    }
-  row.node_ratio = r.node_verdict.worst_ratio;
-  row.node = r.node_verdict.findings.empty() ? r.node_verdict.worst_node : r.node_verdict.findings.front().node;
   if (r.localization && r.localization->culprit.named()) {
     const Culprit& c = r.localization->culprit;
     row.culprit = c.nodes.size() == 1 ? c.nodes.front() : c.nodes.front() + " .. " + c.nodes.back();

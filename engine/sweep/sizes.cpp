@@ -14,6 +14,7 @@
 #include <set>
 
 #include "engine/backends/backends.h"
+#include "engine/sweep/run_summary.h"
 #include "pt2diff/advanced/backend.h"
 #include "pt2diff/error.h"
 #include "pt2diff/inputs.h"
@@ -215,16 +216,14 @@ SizeSweepResult sweep_sizes(const Program& program, const BoundInputs& inputs, c
         DiffResult r = diff(program, at_size, per_size, *backend);
         if (fixed_sizes) uncached_compiles += r.compiles.size();
         p.judged = true;
-        p.level = result_level(r);
-        p.fails = counts_as_failing(r);
-        p.compiled_failed = r.compiled_failed;
-        for (const OutputVerdict& o : r.outputs)
-          if (p.worst_output.empty() || o.verdict.error_ratio > p.worst_ratio) {
-            p.worst_ratio = o.verdict.error_ratio;
-            p.worst_output = o.name;
-          }
-        p.node_ratio = r.node_verdict.worst_ratio;
-        p.node = r.node_verdict.findings.empty() ? r.node_verdict.worst_node : r.node_verdict.findings.front().node;
+        const RunSummary run = summarize_run(r);
+        p.level = run.level;
+        p.fails = run.fails;
+        p.compiled_failed = run.compiled_failed;
+        p.worst_ratio = run.worst_ratio;
+        p.worst_output = run.worst_output;
+        p.node_ratio = run.node_ratio;
+        p.node = run.node;
         const int64_t now = recompiles_so_far(r);
         p.recompiles = std::max<int64_t>(0, now - recompiles);
         recompiles = std::max(recompiles, now);
