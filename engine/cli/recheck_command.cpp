@@ -32,13 +32,17 @@ std::vector<Case> summary_cases(const std::string& path, const nlohmann::json& d
     if (p.empty() || fs::path(p).is_absolute() || fs::exists(p)) return p;
     return (folder / p).string();
   };
+  // A field of a row as text; "" when absent or not a string (a summary's nulls).
+  auto text = [](const nlohmann::json& row, const char* key) {
+    auto it = row.find(key);
+    return it != row.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
   for (const nlohmann::json& row : doc.value("cases", nlohmann::json::array())) {
-    const std::string verdict = row.value("verdict", nlohmann::json()).is_string() ? row["verdict"].get<std::string>() : "";
-    const std::string level = row.value("level", nlohmann::json()).is_string() ? row["level"].get<std::string>() : "";
+    const std::string verdict = text(row, "verdict"), level = text(row, "level"), graph = text(row, "graph");
     const bool worth = verdict == "diverged" || verdict == "compiler_failed" || level == "suspicious" || level == "fail";
-    if (!every && !worth) continue;
-    if (!row.contains("graph") || !row["graph"].is_string()) continue;
-    out.push_back({place(row["graph"].get<std::string>()), row.value("inputs", nlohmann::json()).is_string() ? place(row["inputs"].get<std::string>()) : ""});
+    if ((!every && !worth) || graph.empty()) continue;
+    const std::string inputs = text(row, "inputs");
+    out.push_back({place(graph), inputs.empty() ? "" : place(inputs)});
   }
   return out;
 }

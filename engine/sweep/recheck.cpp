@@ -45,7 +45,6 @@ std::string last_stderr_line(const std::string& path) {
 
 /// What a probe prints: "torch VERSION" or "error TYPE: MESSAGE", one line.
 constexpr const char* kProbe =
-    "import sys\n"
     "try:\n"
     "    import torch\n"
     "except BaseException as e:\n"
