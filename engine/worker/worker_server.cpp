@@ -273,6 +273,9 @@ std::unique_ptr<WorkerProcess> start_served_worker(const std::vector<std::string
     for (const std::string& entry : env)
       if (entry.rfind("TMPDIR=", 0) != 0) server_env.push_back(entry);
     server_env.push_back("TMPDIR=" + scratch.string());
+    // The server tells what its Python (a wrapper script, maybe) changed on top of this environment by comparing:
+    // its forked workers get those changes too (python/pt2diff_worker/server.py, launcher_changes).
+    server_env.push_back("PT2DIFF_WORKER_SERVER_LAUNCH_ENV=" + variables.dump());
     if (launch(argv[0], launcher, socket_path, dir / (key + ".log"), server_env, 300))
       asked = ask(socket_path, request, stderr_path, process);
   }

@@ -38,6 +38,28 @@ REQUEST_SECONDS = 10
 #: In a worker the server forked: (argv, environment) of its request; None in any other process.
 SERVED = None
 
+#: What the command that started the server set and unset on top of the engine's environment: (set, unset). The
+#: engine starts the server with its Python as the worker would be started, and that Python may be a wrapper script
+#: that exports variables before it runs python (a test's planted torch, a site's module set-up); a worker the
+#: server forks gets the request's environment with these applied, as a worker started afresh through the wrapper.
+LAUNCHER_CHANGES = ({}, [])
+
+#: Variables a shell sets for itself, not the wrapper's doing; TMPDIR is each worker's own.
+_SHELL_OWN = frozenset({"TMPDIR", "PWD", "OLDPWD", "SHLVL", "_"})
+
+
+def launcher_changes(environ):
+    """(set, unset): how `environ`, the server's environment at its start, differs from the engine's environment at
+    the launch (PT2DIFF_WORKER_SERVER_LAUNCH_ENV, a JSON object the engine passes, removed from `environ`). Nothing
+    when the engine did not pass it."""
+    given = environ.pop("PT2DIFF_WORKER_SERVER_LAUNCH_ENV", None)
+    if given is None:
+        return {}, []
+    engine = json.loads(given)
+    changed = {k: v for k, v in environ.items() if k not in _SHELL_OWN and engine.get(k) != v}
+    removed = sorted(k for k in engine if k not in _SHELL_OWN and k not in environ)
+    return changed, removed
+
 
 #: What a worker imports by the end of its first compile and run, beyond its own modules: 2,681 modules in a worker
 #: that compiled mlp against 1,122 before its `hello`; with these the child of a server imports 90 more. A name
@@ -152,6 +174,10 @@ def become_worker(request, fds, closing):
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        changed, removed = LAUNCHER_CHANGES
+        os.environ.update(changed)
+        for name in removed:
+            os.environ.pop(name, None)
         import tempfile
         tempfile.tempdir = None  # gettempdir() reads the worker's TMPDIR again
         limit = request.get("rlimit_data") or 0  # N (soft and hard), or [soft, hard] with -1 for unlimited
@@ -165,7 +191,7 @@ def become_worker(request, fds, closing):
                 pass
         import runpy
         global SERVED
-        SERVED = (list(request["argv"]), dict(request["env"]))
+        SERVED = (list(request["argv"]), dict(os.environ))
         script = request["argv"][1]
         sys.argv = list(request["argv"][1:])
         sys.path[0] = os.path.dirname(os.path.abspath(script))
@@ -233,6 +259,8 @@ def serve_forever(path, idle_seconds, ready_fd=None, imports=preload, watched=No
     workers have). `ready_fd`: written "ready" and closed once the server listens (the engine that started
     it waits for that). `imports`: what runs first (preload); `watched`: the files to watch (default
     watched_files() after the imports)."""
+    global LAUNCHER_CHANGES
+    LAUNCHER_CHANGES = launcher_changes(os.environ)
     imports()
     files = snapshot(watched_files() if watched is None else watched)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

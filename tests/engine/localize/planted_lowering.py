@@ -16,7 +16,10 @@ Configured by the environment, so that child processes inherit it:
 - PT2DIFF_PLANT_WHERE: if set, which elements are wrong: "tail:N" only those past the last multiple of N of the
   flattened result (a vectorized loop's tail of N lanes: the error shows only at sizes that are not multiples of N);
   "dynamic" only the last row, and only when the result's size is symbolic (a mask that a dynamic compile gets wrong
-  and a static one does not); unset, every element (docs/dynamic-shapes.md);
+  and a static one does not); "fused" every element, but only when the op's first argument is a pointwise
+  computation Inductor has not realized, i.e. its producer is fused into the op's kernel (a fusion bug: the op
+  compiled alone on graph inputs is right, the window with its producer is wrong); unset, every element
+  (docs/dynamic-shapes.md);
 - PT2DIFF_PLANT_LOG: if set, a file that gets one line per Inductor compile ("compile NODES PID": the
   FX graph's call_function nodes) and per wrong lowering applied ("planted SHAPE PID"), appended by every
   process, to count them.
@@ -69,6 +72,8 @@ def plant():
     right = lowering.lowerings[overload]
 
     arg = os.environ.get("PT2DIFF_PLANT_ARG", "").strip()
+    # Read now, as the others: a worker forked by the worker server runs with its client's environment.
+    where = os.environ.get("PT2DIFF_PLANT_WHERE", "").strip()
 
     def wrong_argument(*args, **kwargs):
         args = list(args)
@@ -84,8 +89,10 @@ def plant():
         got = _shape(result)
         if shape is not None and got != shape:
             return result
-        where = os.environ.get("PT2DIFF_PLANT_WHERE", "").strip()
-        if where:
+        if where == "fused":
+            if not (args and _fused_producer(args[0])):
+                return result
+        elif where:
             return _wrong_where(result, where, float(error))
         _log(f"planted {'x'.join(map(str, got or ()))}")
         if error == "nan":
@@ -94,6 +101,15 @@ def plant():
 
     lowering.lowerings[overload] = wrong
     _count_compiles(graph)
+
+
+def _fused_producer(value):
+    """Whether a lowering's argument (a TensorBox) is a pointwise computation not yet realized into a buffer: its
+    producer is inlined into the kernel of the op that reads it. A graph input or a realized buffer is not."""
+    from torch._inductor import ir
+
+    storage = getattr(value, "data", None)
+    return isinstance(storage, ir.StorageBox) and isinstance(storage.data, ir.Pointwise)
 
 
 def _wrong_where(result, where, error):

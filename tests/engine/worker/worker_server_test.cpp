@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../test_support.h"
@@ -93,6 +94,22 @@ TEST(WorkerServer, ForksTheWorkerAndReportsItsEnd) {
   EXPECT_EQ(parent_of(t->pid()), server);
   ASSERT_TRUE(t->write_line("four"));
   EXPECT_EQ(read(*t), fmt::format("echo four {} - planted", other.path()));
+}
+
+// The worker's Python may be a wrapper script that sets variables, then runs python (a site's set-up, a test's planted
+// torch): a served worker sees what the wrapper set, as one the wrapper started would, not only the engine's.
+TEST(WorkerServer, AWrapperPythonsVariablesReachTheWorker) {
+  testing::ScratchDir dir("worker-server");
+  const std::string wrapper = dir.file("wrapped_python");
+  std::ofstream(wrapper) << "#!/bin/sh\nexport SERVER_TEST_KEY=wrapped PT2DIFF_SERVER_TEST=wrapped\nexec '" << PT2DIFF_TEST_PYTHON
+                         << "' \"$@\"\n";
+  ASSERT_EQ(chmod(wrapper.c_str(), 0755), 0);
+  auto p = start_served_worker({wrapper, write_script(dir), "0"}, PT2DIFF_STOCK_WORKER, dir.file("stderr.log"), 0,
+                               {"TMPDIR=" + dir.path()});
+  ASSERT_TRUE(p) << "no server served the worker (its log: /tmp/pt2diff-workers-UID/KEY.log)";
+  EXPECT_TRUE(p->served());
+  ASSERT_TRUE(p->write_line("five"));
+  EXPECT_EQ(read(*p), fmt::format("echo five {} wrapped wrapped", dir.path()));
 }
 
 TEST(WorkerServer, AKilledWorkerIsReportedKilled) {
