@@ -223,6 +223,19 @@ class GraphBuilder {
     return out;
   }
 
+  /// `v` as the enum E, whose last value is `last`; an archive error naming `what` when out of range.
+  template <typename E>
+  static E checked_enum(int64_t v, E last, const char* what, const std::string& where) {
+    if (v < 0 || v > static_cast<int64_t>(last)) bad_archive(where, fmt::format("unknown {} {}", what, v));
+    return static_cast<E>(v);
+  }
+
+  /// A graph argument (a higher-order op's branch or body), built as a graph of its own.
+  Subgraph subgraph(const ex::GraphArgument& g, const std::string& where) {
+    GraphBuilder sub(*g.get_graph(), &src_.get_tensor_values(), where + " subgraph '" + g.get_name() + "'");
+    return Subgraph{g.get_name(), sub.build()};
+  }
+
   Argument argument(const ex::Argument& a, const std::string& where) {
     using T = ex::Argument::Tag;
     using K = Argument::Kind;
@@ -280,25 +293,15 @@ class GraphBuilder {
       case T::AS_SYM_BOOL: out = {K::SymBool, sym_arg(a.get_as_sym_bool(), where)}; break;
       case T::AS_SYM_BOOLS: out = {K::SymBools, sym_args(a.get_as_sym_bools(), where)}; break;
       case T::AS_SCALAR_TYPE: out = {K::ScalarType, to_dtype(static_cast<int64_t>(a.get_as_scalar_type()), where)}; break;
-      case T::AS_MEMORY_FORMAT: {
-        auto f = static_cast<int64_t>(a.get_as_memory_format());
-        if (f < 0 || f > static_cast<int64_t>(MemoryFormat::Preserve)) bad_archive(where, fmt::format("unknown memory format {}", f));
-        out = {K::MemoryFormat, static_cast<MemoryFormat>(f)};
+      case T::AS_MEMORY_FORMAT:
+        out = {K::MemoryFormat, checked_enum<MemoryFormat>(static_cast<int64_t>(a.get_as_memory_format()), MemoryFormat::Preserve,
+                                                           "memory format", where)};
         break;
-      }
-      case T::AS_LAYOUT: {
-        auto l = static_cast<int64_t>(a.get_as_layout());
-        if (l < 0 || l > static_cast<int64_t>(Layout::Strided)) bad_archive(where, fmt::format("unknown layout {}", l));
-        out = {K::Layout, static_cast<Layout>(l)};
+      case T::AS_LAYOUT:
+        out = {K::Layout, checked_enum<Layout>(static_cast<int64_t>(a.get_as_layout()), Layout::Strided, "layout", where)};
         break;
-      }
       case T::AS_DEVICE: out = {K::Device, to_device(a.get_as_device())}; break;
-      case T::AS_GRAPH: {
-        const ex::GraphArgument& g = a.get_as_graph();
-        GraphBuilder sub(*g.get_graph(), &src_.get_tensor_values(), where + " subgraph '" + g.get_name() + "'");
-        out = {K::Graph, Subgraph{g.get_name(), sub.build()}};
-        break;
-      }
+      case T::AS_GRAPH: out = {K::Graph, subgraph(a.get_as_graph(), where)}; break;
       case T::AS_CUSTOM_OBJ: out = {K::CustomObj, value(a.get_as_custom_obj().get_name(), ValueKind::CustomObj, where)}; break;
       case T::AS_OPERATOR: out = {K::Operator, a.get_as_operator()}; break;
       case T::AS_STRING_TO_ARGUMENT: {

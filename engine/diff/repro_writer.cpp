@@ -37,6 +37,74 @@ std::string spec_for_repro(const std::string& compiled, const Graph& g, const st
   return spec.str();
 }
 
+/// The window's region: the culprit's nodes with the last one's outputs, and every input the window writes (returned
+/// too, as torch.export returns a mutated input).
+RegionSpec window_region(const Graph& g, const std::vector<NodeId>& window, const ReferenceRuns& refs) {
+  RegionSpec region = RegionSpec::fused(g, window, g.node(window.back()).output_values());
+  if (refs.storage)
+    for (ValueId v : written_region_inputs(*refs.storage, region))
+      if (std::find(region.outputs.begin(), region.outputs.end(), v) == region.outputs.end()) region.outputs.push_back(v);
+  return region;
+}
+
+/// Exports the window with its inputs through the Inductor worker, with test_repro.py and, when the worker is the
+/// compiler under test on the device the run compiled for, Inductor's own files of the window. Throws what the worker
+/// throws.
+void export_window(const Program& program, const Culprit& culprit, const RegionSpec& region, const std::vector<c10::IValue>& inputs,
+                   const DiffOptions& options, Repro& repro) {
+  BackendOptions worker_options = options.backend;
+  worker_options.device = repro_device(program, options);
+  WorkerBackend::UnitTest test;
+  test.path = (fs::path(options.repro_dir) / "test_repro.py").string();
+  test.graph = program.path;
+  test.nodes = fmt::format("{} node{}: {}", culprit.nodes.size(), culprit.nodes.size() == 1 ? "" : "s", fmt::join(culprit.nodes, ", "));
+  test.summary = culprit.summary;
+  test.rule = rule_name(options.rule);
+  test.tol = options.rule.tol;
+  // The compiler's own files for the window, when the worker that exports it is the compiler under test (Inductor
+  // in the worker's Python, with the run's settings); another compiled side's artifacts are its own.
+  WorkerBackend::Artifacts artifacts;
+  artifacts.dir = (fs::path(options.repro_dir) / "inductor").string();
+  artifacts.settings = worker_options;
+  // Only from a compile on the device the run compiled for: a CPU export diffed on a GPU has its window exported (and
+  // its test run) on the CPU, whose compile is not the one that went wrong.
+  const bool inductor = options.compiled == "inductor";
+  const bool same_device = worker_options.device == options.backend.device;
+  make_inductor_worker(program, worker_options)
+      ->export_region(region, inputs, repro.archive, repro.inputs, &test, inductor && same_device ? &artifacts : nullptr);
+  if (test.status == "written")
+    repro.test = test.path;
+  else
+    repro.test_message = test.status;
+  repro.artifacts = artifacts.files;
+  repro.artifacts_message =
+      !inductor      ? fmt::format("the compiled side is {}, not Inductor: pt2diff writes Inductor's debug trace only", options.compiled)
+      : !same_device ? fmt::format("the run compiled for {} but the window of this {} export is written for {}: its compile there would not be "
+                                   "the one that went wrong (export the model on {} for a repro there)",
+                                   options.backend.device, program.export_device.type, worker_options.device, options.backend.device)
+                     : artifacts.status;
+}
+
+/// The repro directory's README.md: what the window is, the command, the unit test and the compiler's files.
+void write_readme(const Program& program, const Culprit& culprit, const Repro& repro, const std::string& dir) {
+  std::ofstream readme(fs::path(dir) / "README.md");
+  readme << fmt::format(
+      "# pt2diff repro: {}\n\n{}\n\nFrom {} ({} node{}: {}). The archive is the window alone, exported with "
+      "torch.export; its inputs are the values the localization fed it (fp64 reference values rounded to their "
+      "dtypes, weights included as inputs).\n\n```\n{}\n```\n\n{}\n{}",
+      culprit.nodes.size() == 1 ? culprit.nodes.front() : culprit.nodes.front() + " .. " + culprit.nodes.back(), culprit.summary,
+      program.path, culprit.nodes.size(), culprit.nodes.size() == 1 ? "" : "s", fmt::join(culprit.nodes, ", "), repro.command,
+      repro.test.empty() ? "No unit test was written: " + repro.test_message
+                         : "`test_repro.py` is the same window as a PyTorch unit test (plain PyTorch, no pt2diff, in the style of "
+                           "`test/inductor/test_torchinductor.py`): `python test_repro.py` or `pytest test_repro.py`; it fails while the "
+                           "compiler bug is there and passes without it.",
+      repro.artifacts.empty() ? ""
+                              : "\n`inductor/` holds the compiler's own files for the window, from one compile of it with Inductor's debug "
+                                "trace on (what `TORCH_COMPILE_DEBUG=1` writes): `fx_graph_transformed.py` (the post-grad graph), "
+                                "`output_code.py` (the generated code), `ir_post_fusion.txt`, `fx_graph_readable.py`, "
+                                "`fx_graph_runnable.py`.\n");
+}
+
 }  // namespace
 
 Repro write_repro(const Program& program, const Culprit& culprit, const ReferenceRuns& refs, const DiffOptions& options) {
@@ -58,43 +126,10 @@ Repro write_repro(const Program& program, const Culprit& culprit, const Referenc
   }
   repro.archive = (fs::path(options.repro_dir) / "repro.pt2").string();
   repro.inputs = (fs::path(options.repro_dir) / "repro_inputs.pt").string();
-  RegionSpec region = RegionSpec::fused(g, window, g.node(window.back()).output_values());
-  if (refs.storage)  // an input the window writes: returned too, as torch.export returns a mutated input
-    for (ValueId v : written_region_inputs(*refs.storage, region))
-      if (std::find(region.outputs.begin(), region.outputs.end(), v) == region.outputs.end()) region.outputs.push_back(v);
+  const RegionSpec region = window_region(g, window, refs);
   const std::vector<c10::IValue> inputs = refs.region_inputs(region);
   try {
-    BackendOptions worker_options = options.backend;
-    worker_options.device = repro_device(program, options);
-    WorkerBackend::UnitTest test;
-    test.path = (fs::path(options.repro_dir) / "test_repro.py").string();
-    test.graph = program.path;
-    test.nodes = fmt::format("{} node{}: {}", culprit.nodes.size(), culprit.nodes.size() == 1 ? "" : "s", fmt::join(culprit.nodes, ", "));
-    test.summary = culprit.summary;
-    test.rule = rule_name(options.rule);
-    test.tol = options.rule.tol;
-    // The compiler's own files for the window, when the worker that exports it is the compiler under test (Inductor
-    // in the worker's Python, with the run's settings); another compiled side's artifacts are its own.
-    WorkerBackend::Artifacts artifacts;
-    artifacts.dir = (fs::path(options.repro_dir) / "inductor").string();
-    artifacts.settings = worker_options;
-    // Only from a compile on the device the run compiled for: a CPU export diffed on a GPU has its window exported (and
-    // its test run) on the CPU, whose compile is not the one that went wrong.
-    const bool inductor = options.compiled == "inductor";
-    const bool same_device = worker_options.device == options.backend.device;
-    make_inductor_worker(program, worker_options)
-        ->export_region(region, inputs, repro.archive, repro.inputs, &test, inductor && same_device ? &artifacts : nullptr);
-    if (test.status == "written")
-      repro.test = test.path;
-    else
-      repro.test_message = test.status;
-    repro.artifacts = artifacts.files;
-    repro.artifacts_message =
-        !inductor      ? fmt::format("the compiled side is {}, not Inductor: pt2diff writes Inductor's debug trace only", options.compiled)
-        : !same_device ? fmt::format("the run compiled for {} but the window of this {} export is written for {}: its compile there would not be "
-                                     "the one that went wrong (export the model on {} for a repro there)",
-                                     options.backend.device, program.export_device.type, worker_options.device, options.backend.device)
-                       : artifacts.status;
+    export_window(program, culprit, region, inputs, options, repro);
   } catch (const BackendFailure& f) {
     repro.message = f.what();
     return repro;
@@ -108,24 +143,8 @@ Repro write_repro(const Program& program, const Culprit& culprit, const Referenc
   again.compiled = spec_for_repro(options.compiled, g, window, repro_device(program, options) == "cpu");
   std::vector<std::string> words = {"pt2diff", repro.archive, repro.inputs};
   for (std::string& flag : to_flags(again, "cpu")) words.push_back(std::move(flag));
-  const std::string command = shell_line(words);
-  repro.command = command;
-  std::ofstream readme(fs::path(options.repro_dir) / "README.md");
-  readme << fmt::format(
-      "# pt2diff repro: {}\n\n{}\n\nFrom {} ({} node{}: {}). The archive is the window alone, exported with "
-      "torch.export; its inputs are the values the localization fed it (fp64 reference values rounded to their "
-      "dtypes, weights included as inputs).\n\n```\n{}\n```\n\n{}\n{}",
-      culprit.nodes.size() == 1 ? culprit.nodes.front() : culprit.nodes.front() + " .. " + culprit.nodes.back(), culprit.summary,
-      program.path, culprit.nodes.size(), culprit.nodes.size() == 1 ? "" : "s", fmt::join(culprit.nodes, ", "), command,
-      repro.test.empty() ? "No unit test was written: " + repro.test_message
-                         : "`test_repro.py` is the same window as a PyTorch unit test (plain PyTorch, no pt2diff, in the style of "
-                           "`test/inductor/test_torchinductor.py`): `python test_repro.py` or `pytest test_repro.py`; it fails while the "
-                           "compiler bug is there and passes without it.",
-      repro.artifacts.empty() ? ""
-                              : "\n`inductor/` holds the compiler's own files for the window, from one compile of it with Inductor's debug "
-                                "trace on (what `TORCH_COMPILE_DEBUG=1` writes): `fx_graph_transformed.py` (the post-grad graph), "
-                                "`output_code.py` (the generated code), `ir_post_fusion.txt`, `fx_graph_readable.py`, "
-                                "`fx_graph_runnable.py`.\n");
+  repro.command = shell_line(words);
+  write_readme(program, culprit, repro, options.repro_dir);
   repro.ok = true;
   return repro;
 }

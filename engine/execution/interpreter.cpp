@@ -163,6 +163,32 @@ struct Interpreter::Impl {
     if (seed) at::manual_seed(*seed);
   }
 
+  /// The frame a region runs in: its inputs at their values ids, on the run's device (a weight as the program holds it
+  /// becomes the runs' shared copy there), widened for a widened run, and copied when an op of the region writes into
+  /// its inputs (it must not write into the caller's values).
+  Frame region_frame(const RegionSpec& region, const std::vector<c10::IValue>& inputs, Precision precision,
+                     const c10::Device& device) const {
+    const GraphPlan& plan = plans.at(&program.ir.graph);
+    Frame given;
+    given.values.resize(program.ir.graph.values().size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      c10::IValue value = inputs[i];
+      if (value.isTensor() && value.toTensor().defined() && value.toTensor().device() != device) {
+        // A second copy of every weight doubled the GPU peak of a region over the whole graph (the exploded compile's judge).
+        const std::optional<std::string> name = weight_given(region.inputs[i], value);
+        value = name ? weight(*name, device) : c10::IValue(value.toTensor().to(device));
+      }
+      const bool widen = precision == Precision::Widened && value.isTensor();
+      given.values[static_cast<size_t>(region.inputs[i])] = widen ? c10::IValue(to_widened(value.toTensor())) : value;
+    }
+    bool mutating = false;
+    for (NodeId id : region.nodes) mutating = mutating || plan.kernels[static_cast<size_t>(id)]->mutates_inputs();
+    if (mutating)
+      for (ValueId v : region.inputs)
+        if (c10::IValue& value = given.values[static_cast<size_t>(v)]; value.isTensor()) value = value.toTensor().clone();
+    return given;
+  }
+
   explicit Impl(const Program& p)
       : program(p), device_weights(p.device_weights ? p.device_weights : std::make_shared<Program::DeviceWeights>()) {}
 
@@ -444,6 +470,38 @@ RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options)
   return result;
 }
 
+namespace {
+
+/// Runs `n` in frame `f`, then hands its inputs and outputs to `options.after_node` (which may replace the outputs and
+/// rerun the node on other inputs). A kernel's failure becomes one line naming the node.
+void run_observed(const Node& n, const Graph& g, const Kernel& kernel, Frame& f, const ExecContext& ctx, const RunOptions& options) {
+  const std::vector<ValueId> ins = n.input_values(), outs = n.output_values();
+  try {
+    kernel.run(n, g, f, ctx);
+    if (!options.after_node) return;
+    std::vector<c10::IValue> in_values, out_values;
+    for (ValueId v : ins) in_values.push_back(f.values[static_cast<size_t>(v)]);
+    for (ValueId v : outs) out_values.push_back(f.values[static_cast<size_t>(v)]);
+    NodeCall call{in_values, out_values, [&](const std::vector<c10::IValue>& replaced) {
+                    Frame again;
+                    again.values.resize(g.values().size());
+                    for (size_t i = 0; i < ins.size(); ++i) again.values[static_cast<size_t>(ins[i])] = replaced.at(i);
+                    kernel.run(n, g, again, ctx);
+                    std::vector<c10::IValue> result;
+                    for (ValueId v : outs) result.push_back(again.values[static_cast<size_t>(v)]);
+                    return result;
+                  }};
+    options.after_node(n, call);
+    for (size_t i = 0; i < outs.size(); ++i) f.values[static_cast<size_t>(outs[i])] = out_values[i];
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(Error::Kind::Unsupported, fmt::format("{} failed in a region run: {}", where(n), first_line(e.what())));
+  }
+}
+
+}  // namespace
+
 std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const std::vector<c10::IValue>& inputs,
                                                 const RunOptions& options) const {
   if (options.precision == Precision::Fp64)
@@ -460,26 +518,8 @@ std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const
   ExecContext ctx = impl_->context(options.precision, scratch_result, fixups);
   // Fused: one frame, nodes read each other. Exploded: each node runs in `scratch`, seeded with the
   // given values of its inputs, and its outputs are kept apart in `defined`.
-  Frame given, scratch;
-  given.values.resize(g.values().size());
+  Frame given = impl_->region_frame(region, inputs, options.precision, ctx.device), scratch;
   scratch.values.resize(g.values().size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    c10::IValue value = inputs[i];
-    if (value.isTensor() && value.toTensor().defined() && value.toTensor().device() != ctx.device) {
-      // A weight as the program holds it: the runs' own copy on the device (a second copy of every weight
-      // doubled the GPU peak of a region over the whole graph, the exploded compile's judge).
-      const std::optional<std::string> weight = impl_->weight_given(region.inputs[i], value);
-      value = weight ? impl_->weight(*weight, ctx.device) : c10::IValue(value.toTensor().to(ctx.device));
-    }
-    const bool widen = options.precision == Precision::Widened && value.isTensor();
-    given.values[static_cast<size_t>(region.inputs[i])] = widen ? c10::IValue(to_widened(value.toTensor())) : value;
-  }
-  // An op that mutates its inputs in place must not write into the caller's values.
-  bool mutating = false;
-  for (NodeId id : region.nodes) mutating = mutating || plan.kernels[static_cast<size_t>(id)]->mutates_inputs();
-  if (mutating)
-    for (ValueId v : region.inputs)
-      if (c10::IValue& value = given.values[static_cast<size_t>(v)]; value.isTensor()) value = value.toTensor().clone();
   std::vector<c10::IValue> defined(region.exploded ? g.values().size() : 0);
   for (NodeId id : region.nodes) {
     const Node& n = g.node(id);
@@ -491,29 +531,7 @@ std::vector<c10::IValue> Interpreter::run_region(const RegionSpec& region, const
         const c10::IValue& value = given.values[static_cast<size_t>(v)];
         scratch.values[static_cast<size_t>(v)] = kernel.mutates_inputs() && value.isTensor() ? c10::IValue(value.toTensor().clone()) : value;
       }
-    try {
-      kernel.run(n, g, f, ctx);
-      if (options.after_node) {
-        std::vector<c10::IValue> in_values, out_values;
-        for (ValueId v : ins) in_values.push_back(f.values[static_cast<size_t>(v)]);
-        for (ValueId v : outs) out_values.push_back(f.values[static_cast<size_t>(v)]);
-        NodeCall call{in_values, out_values, [&](const std::vector<c10::IValue>& replaced) {
-                        Frame again;
-                        again.values.resize(g.values().size());
-                        for (size_t i = 0; i < ins.size(); ++i) again.values[static_cast<size_t>(ins[i])] = replaced.at(i);
-                        kernel.run(n, g, again, ctx);
-                        std::vector<c10::IValue> result;
-                        for (ValueId v : outs) result.push_back(again.values[static_cast<size_t>(v)]);
-                        return result;
-                      }};
-        options.after_node(n, call);
-        for (size_t i = 0; i < outs.size(); ++i) f.values[static_cast<size_t>(outs[i])] = out_values[i];
-      }
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw Error(Error::Kind::Unsupported, fmt::format("{} failed in a region run: {}", where(n), first_line(e.what())));
-    }
+    run_observed(n, g, kernel, f, ctx, options);
     if (region.exploded && options.on_node) {
       std::vector<c10::IValue> out_values;
       for (ValueId v : outs) out_values.push_back(std::move(scratch.values[static_cast<size_t>(v)]));

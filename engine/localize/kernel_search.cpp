@@ -17,6 +17,29 @@ size_t kernel_search_bound(size_t nodes) {
   return 1 + static_cast<size_t>(std::ceil(std::log2(static_cast<double>(std::max<size_t>(nodes, 1)))));
 }
 
+namespace {
+
+/// Bisection over prefixes of a kernel's `n` nodes whose whole region fails (`whole`): the fewest first nodes whose
+/// region fails, and the answer that showed it. Invariant: the first `hi` nodes fail, the first `lo` pass (0: none).
+std::pair<size_t, ProbeAnswer> shortest_failing_prefix(size_t n, const ProbeAnswer& whole,
+                                                       const std::function<ProbeAnswer(size_t)>& prefix_fails) {
+  size_t lo = 0, hi = n;
+  ProbeAnswer decisive = whole;
+  while (hi - lo > 1) {
+    const size_t mid = lo + (hi - lo) / 2;
+    ProbeAnswer a = prefix_fails(mid);
+    if (a.fails) {
+      hi = mid;
+      decisive = a;
+    } else {
+      lo = mid;
+    }
+  }
+  return {hi, decisive};
+}
+
+}  // namespace
+
 KernelCulprit search_kernel(RegionOracle& oracle, const std::string& kernel, const std::function<std::optional<bool>(size_t)>& alone_fails,
                             const std::function<void(const std::string&)>& on_step) {
   const auto start = std::chrono::steady_clock::now();
@@ -52,19 +75,7 @@ KernelCulprit search_kernel(RegionOracle& oracle, const std::string& kernel, con
                               kernel, fmt::join(k.nodes, ", "), last, whole.verdict.detail);
       return done();
     }
-    // Invariant: the region of the first `hi` nodes fails, of the first `lo` passes (lo = 0: nothing).
-    size_t lo = 0, hi = n;
-    ProbeAnswer decisive = whole;
-    while (hi - lo > 1) {
-      const size_t mid = lo + (hi - lo) / 2;
-      ProbeAnswer a = fails(0, mid);
-      if (a.fails) {
-        hi = mid;
-        decisive = a;
-      } else {
-        lo = mid;
-      }
-    }
+    auto [hi, decisive] = shortest_failing_prefix(n, whole, [&](size_t end) { return fails(0, end); });
     const size_t op = hi - 1;
     Culprit named;
     oracle.name_nodes(op, op + 1, named);

@@ -156,150 +156,188 @@ BoundInputs resize_inputs(const Program& program, const BoundInputs& inputs, con
   return bind_inputs(program, user);
 }
 
-SizeSweepResult sweep_sizes(const Program& program, const BoundInputs& inputs, const SizeSweepOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  SizeSweepResult s;
-  s.graph = program.path;
-  s.inputs = inputs.origin;
-  const std::map<std::string, std::string> symbols = input_symbols(program, inputs);
-  if (symbols.empty())
-    throw Error(Error::Kind::Usage, "the graph has no dynamic dim to sweep: every input size is static in the archive (export with "
-                                    "dynamic_shapes={...: torch.export.Dim(...)} to vary one)");
-  std::vector<SizeDim> dims = options.dims;
-  if (dims.empty())
-    for (const auto& [sym, where] : symbols) dims.push_back({sym, {}});
+namespace {
 
-  // One backend for the whole sweep, its worker shared. Dynamic: each region compiled once and run at every size (a
-  // size that fails a guard recompiles inside it). Static (--static): a compile per size, as a program compiled with
-  // dynamic=False gets (one torch.compile reused at every size would hit Dynamo's recompile limit).
-  const bool fixed_sizes = options.diff.backend.static_shapes;
-  std::function<size_t()> cached_compiles;
-  size_t uncached_compiles = 0;
-  std::unique_ptr<Backend> backend = make_backend(options.diff.compiled, program, options.diff.backend);
-  if (!fixed_sizes) backend = make_caching_backend(std::move(backend), &cached_compiles);
-  DiffOptions per_size = options.diff;
-  per_size.localize.enabled = false;
-  per_size.workaround.enabled = false;
-  per_size.repro_dir.clear();
-  int64_t recompiles = 0;
+/// The order sizes run in: the first compiles, so the given inputs' size first when swept, else the nearest size of at
+/// least 2 (Dynamo specializes sizes 0 and 1 whatever is marked, so a compile there would be a static one).
+std::vector<int64_t> run_order(std::vector<int64_t> sizes, int64_t given) {
+  std::stable_sort(sizes.begin(), sizes.end(), [&](int64_t a, int64_t b) {
+    auto key = [&](int64_t v) { return std::make_pair(v < 2, std::llabs(v - given)); };
+    return key(a) < key(b);
+  });
+  return sizes;
+}
 
-  for (const SizeDim& asked : dims) {
-    auto [symbol, why] = resolve_dim(program, inputs, asked.name, symbols);
+/// The sentence of a static-against-dynamic comparison.
+std::string static_check_summary(const StaticCheck& c) {
+  auto lv = [](Level l) { return std::string(level_name(l)); };
+  if (!c.differ)
+    return fmt::format("static and dynamic compiles agree at {}={}: both {} (worst output ratio {:.3g}x static, {:.3g}x dynamic)",
+                       c.symbol, c.size, lv(c.static_level), c.static_ratio, c.dynamic_ratio);
+  if (c.static_level < c.dynamic_level)
+    return fmt::format("the dynamic compile is wrong where the static one is not at {}={}: dynamic {} (worst output ratio "
+                       "{:.3g}x, node {:.3g}x), static {} ({:.3g}x, node {:.3g}x): the bug is in code for symbolic sizes; "
+                       "--static avoids it", c.symbol, c.size, lv(c.dynamic_level), c.dynamic_ratio, c.dynamic_node_ratio,
+                       lv(c.static_level), c.static_ratio, c.static_node_ratio);
+  return fmt::format("the static compile is wrong where the dynamic one is not at {}={}: static {} (worst output ratio "
+                     "{:.3g}x), dynamic {} ({:.3g}x)", c.symbol, c.size, lv(c.static_level), c.static_ratio,
+                     lv(c.dynamic_level), c.dynamic_ratio);
+}
+
+/// One size sweep: one backend for the whole sweep, its worker shared. Dynamic: each region compiled once and run at
+/// every size (a size that fails a guard recompiles inside it). Static (--static): a compile per size, as a program
+/// compiled with dynamic=False gets (one torch.compile reused at every size would hit Dynamo's recompile limit).
+class SizeSweep {
+ public:
+  SizeSweep(const Program& program, const BoundInputs& inputs, const SizeSweepOptions& options)
+      : program_(program), inputs_(inputs), options_(options), fixed_sizes_(options.diff.backend.static_shapes),
+        per_size_(options.diff) {
+    per_size_.localize.enabled = false;
+    per_size_.workaround.enabled = false;
+    per_size_.repro_dir.clear();
+  }
+
+  SizeSweepResult run() {
+    const auto start = std::chrono::steady_clock::now();
+    s_.graph = program_.path;
+    s_.inputs = inputs_.origin;
+    const std::map<std::string, std::string> symbols = input_symbols(program_, inputs_);
+    if (symbols.empty())
+      throw Error(Error::Kind::Usage, "the graph has no dynamic dim to sweep: every input size is static in the archive (export with "
+                                      "dynamic_shapes={...: torch.export.Dim(...)} to vary one)");
+    std::vector<SizeDim> dims = options_.dims;
+    if (dims.empty())
+      for (const auto& [sym, where] : symbols) dims.push_back({sym, {}});
+    backend_ = make_backend(options_.diff.compiled, program_, options_.diff.backend);
+    if (!fixed_sizes_) backend_ = make_caching_backend(std::move(backend_), &cached_compiles_);
+    for (const SizeDim& asked : dims) sweep_dim(asked, symbols);
+    size_t static_compiles = 0;  // the static compile has its own backend (its compiles are not the sweep's to share)
+    if (options_.static_check && !fixed_sizes_ && !s_.symbols.empty()) static_compiles = check_static();
+    s_.compiles = (fixed_sizes_ ? uncached_compiles_ : cached_compiles_()) + static_compiles;
+    s_.recompiles = recompiles_;
+    s_.seconds = elapsed_since(start);
+    return std::move(s_);
+  }
+
+ private:
+  void sweep_dim(const SizeDim& asked, const std::map<std::string, std::string>& symbols) {
+    auto [symbol, why] = resolve_dim(program_, inputs_, asked.name, symbols);
     if (symbol.empty()) {
-      s.refused_dims.push_back(why);
-      continue;
+      s_.refused_dims.push_back(why);
+      return;
     }
-    s.symbols.push_back(symbol);
-    s.described.push_back(fmt::format("{} in {}", symbols.at(symbol), range_text(program, symbol)));
+    s_.symbols.push_back(symbol);
+    s_.described.push_back(fmt::format("{} in {}", symbols.at(symbol), range_text(program_, symbol)));
     std::vector<int64_t> sizes = asked.sizes;
     if (sizes.empty()) {
-      auto r = program.ir.range_constraints.find(symbol);
-      const int64_t lo = r != program.ir.range_constraints.end() && r->second.min ? *r->second.min : 0;
-      sizes = default_sizes(lo, r != program.ir.range_constraints.end() ? r->second.max : std::nullopt);
+      auto r = program_.ir.range_constraints.find(symbol);
+      const int64_t lo = r != program_.ir.range_constraints.end() && r->second.min ? *r->second.min : 0;
+      sizes = default_sizes(lo, r != program_.ir.range_constraints.end() ? r->second.max : std::nullopt);
     }
-    // The first size run compiles: the given inputs' size when swept, else the nearest size of at least 2 (Dynamo
-    // specializes sizes 0 and 1 whatever is marked, so a compile there would be a static one).
-    const int64_t given = inputs.symbols.at(symbol);
-    std::vector<int64_t> order = sizes;
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      auto key = [&](int64_t v) { return std::make_pair(v < 2, std::llabs(v - given)); };
-      return key(a) < key(b);
-    });
     std::map<int64_t, SizePoint> done;
-    for (int64_t size : order) {
-      SizePoint p;
-      p.symbol = symbol;
-      p.size = size;
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        BoundInputs at_size = resize_inputs(program, inputs, symbol, size);
-        DiffResult r = diff(program, at_size, per_size, *backend);
-        if (fixed_sizes) uncached_compiles += r.compiles.size();
-        p.judged = true;
-        const RunSummary run = summarize_run(r);
-        p.level = run.level;
-        p.fails = run.fails;
-        p.compiled_failed = run.compiled_failed;
-        p.worst_ratio = run.worst_ratio;
-        p.worst_output = run.worst_output;
-        p.node_ratio = run.node_ratio;
-        p.node = run.node;
-        const int64_t now = recompiles_so_far(r);
-        p.recompiles = std::max<int64_t>(0, now - recompiles);
-        recompiles = std::max(recompiles, now);
-        if (!s.shapes)
-          for (const CompileRecord& c : r.compiles)
-            if (c.what == "graph" && c.shapes) s.shapes = c.shapes;
-      } catch (const Error& e) {
-        p.refused = e.what();
-      }
-      p.seconds = elapsed_since(t0);
-      done[size] = std::move(p);
+    for (int64_t size : run_order(sizes, inputs_.symbols.at(symbol))) done[size] = judge(symbol, size);
+    localize_smallest_failing(symbol, done);
+    for (auto& [size, p] : done) s_.points.push_back(std::move(p));
+  }
+
+  /// The graph at `symbol` = `size`, judged without localization.
+  SizePoint judge(const std::string& symbol, int64_t size) {
+    SizePoint p;
+    p.symbol = symbol;
+    p.size = size;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      DiffResult r = diff(program_, resize_inputs(program_, inputs_, symbol, size), per_size_, *backend_);
+      if (fixed_sizes_) uncached_compiles_ += r.compiles.size();
+      p.judged = true;
+      const RunSummary run = summarize_run(r);
+      p.level = run.level;
+      p.fails = run.fails;
+      p.compiled_failed = run.compiled_failed;
+      p.worst_ratio = run.worst_ratio;
+      p.worst_output = run.worst_output;
+      p.node_ratio = run.node_ratio;
+      p.node = run.node;
+      const int64_t now = recompiles_so_far(r);
+      p.recompiles = std::max<int64_t>(0, now - recompiles_);
+      recompiles_ = std::max(recompiles_, now);
+      if (!s_.shapes)
+        for (const CompileRecord& c : r.compiles)
+          if (c.what == "graph" && c.shapes) s_.shapes = c.shapes;
+    } catch (const Error& e) {
+      p.refused = e.what();
     }
-    // The smallest failing size, localized through the same backend (its compiles are the sweep's).
+    p.seconds = elapsed_since(t0);
+    return p;
+  }
+
+  /// The smallest failing size of a dim, localized through the same backend (its compiles are the sweep's).
+  void localize_smallest_failing(const std::string& symbol, std::map<int64_t, SizePoint>& done) {
+    if (!options_.localize || !options_.diff.localize.enabled) return;
     for (auto& [size, p] : done) {
-      if (!p.fails || !options.localize || !options.diff.localize.enabled) continue;
-      DiffResult r = diff(program, resize_inputs(program, inputs, symbol, size), options.diff, *backend);
-      if (fixed_sizes) uncached_compiles += r.compiles.size() + (r.localization ? r.localization->compiles : 0);
+      if (!p.fails) continue;
+      DiffResult r = diff(program_, resize_inputs(program_, inputs_, symbol, size), options_.diff, *backend_);
+      if (fixed_sizes_) uncached_compiles_ += r.compiles.size() + (r.localization ? r.localization->compiles : 0);
       if (r.localization && r.localization->culprit.named()) {
         std::string names;
         for (const std::string& n : r.localization->culprit.nodes) names += (names.empty() ? "" : ", ") + n;
         p.culprit = names;
       }
-      s.localized.push_back(std::move(r));
-      break;
+      s_.localized.push_back(std::move(r));
+      return;
     }
-    for (auto& [size, p] : done) s.points.push_back(std::move(p));
   }
-  // Static against dynamic at one size: where a bug lives only in the symbolic compile, the static one agrees.
-  size_t static_compiles = 0;  // the static compile has its own backend (its compiles are not the sweep's to share)
-  if (options.static_check && !fixed_sizes && !s.symbols.empty()) {
-    // The first dim's smallest failing size, else its smallest suspicious one, else the given inputs' size.
+
+  /// Static against dynamic at one size: where a bug lives only in the symbolic compile, the static one agrees. At the
+  /// first dim's smallest failing size, else its smallest suspicious one, else the given inputs' size. Its compiles.
+  size_t check_static() {
     auto first = [&](auto&& wanted) -> const SizePoint* {
-      for (const SizePoint& p : s.points)
-        if (p.symbol == s.symbols.front() && p.judged && p.size >= 2 && wanted(p)) return &p;
+      for (const SizePoint& p : s_.points)
+        if (p.symbol == s_.symbols.front() && p.judged && p.size >= 2 && wanted(p)) return &p;
       return nullptr;
     };
     const SizePoint* at = first([](const SizePoint& p) { return p.fails; });
     if (!at) at = first([](const SizePoint& p) { return p.level != Level::Pass; });
-    if (!at) at = first([&](const SizePoint& p) { return p.size == inputs.symbols.at(p.symbol); });
-    if (at && at->size >= 2) {
-      DiffOptions fixed = per_size;
-      fixed.backend.static_shapes = true;
-      try {
-        DiffResult r = diff(program, resize_inputs(program, inputs, at->symbol, at->size), fixed);
-        static_compiles = r.compiles.size();
-        StaticCheck c;
-        c.symbol = at->symbol;
-        c.size = at->size;
-        c.dynamic_level = at->level;
-        c.dynamic_ratio = at->worst_ratio;
-        c.dynamic_node_ratio = at->node_ratio;
-        c.static_level = result_level(r);
-        for (const OutputVerdict& o : r.outputs) c.static_ratio = std::max(c.static_ratio, o.verdict.error_ratio);
-        c.static_node_ratio = r.node_verdict.worst_ratio;
-        c.differ = c.static_level != c.dynamic_level;
-        auto lv = [](Level l) { return std::string(level_name(l)); };
-        c.summary = !c.differ ? fmt::format("static and dynamic compiles agree at {}={}: both {} (worst output ratio {:.3g}x static, {:.3g}x dynamic)",
-                                            c.symbol, c.size, lv(c.static_level), c.static_ratio, c.dynamic_ratio)
-                    : c.static_level < c.dynamic_level
-                        ? fmt::format("the dynamic compile is wrong where the static one is not at {}={}: dynamic {} (worst output ratio "
-                                      "{:.3g}x, node {:.3g}x), static {} ({:.3g}x, node {:.3g}x): the bug is in code for symbolic sizes; "
-                                      "--static avoids it", c.symbol, c.size, lv(c.dynamic_level), c.dynamic_ratio, c.dynamic_node_ratio,
-                                      lv(c.static_level), c.static_ratio, c.static_node_ratio)
-                        : fmt::format("the static compile is wrong where the dynamic one is not at {}={}: static {} (worst output ratio "
-                                      "{:.3g}x), dynamic {} ({:.3g}x)", c.symbol, c.size, lv(c.static_level), c.static_ratio,
-                                      lv(c.dynamic_level), c.dynamic_ratio);
-        s.static_check = c;
-      } catch (const Error&) {
-        // the size ran dynamic a moment ago: a refusal now would be the memory left; the sweep stands without it
-      }
+    if (!at) at = first([&](const SizePoint& p) { return p.size == inputs_.symbols.at(p.symbol); });
+    if (!at || at->size < 2) return 0;
+    DiffOptions fixed = per_size_;
+    fixed.backend.static_shapes = true;
+    try {
+      DiffResult r = diff(program_, resize_inputs(program_, inputs_, at->symbol, at->size), fixed);
+      StaticCheck c;
+      c.symbol = at->symbol;
+      c.size = at->size;
+      c.dynamic_level = at->level;
+      c.dynamic_ratio = at->worst_ratio;
+      c.dynamic_node_ratio = at->node_ratio;
+      c.static_level = result_level(r);
+      for (const OutputVerdict& o : r.outputs) c.static_ratio = std::max(c.static_ratio, o.verdict.error_ratio);
+      c.static_node_ratio = r.node_verdict.worst_ratio;
+      c.differ = c.static_level != c.dynamic_level;
+      c.summary = static_check_summary(c);
+      s_.static_check = c;
+      return r.compiles.size();
+    } catch (const Error&) {
+      return 0;  // the size ran dynamic a moment ago: a refusal now would be the memory left; the sweep stands without it
     }
   }
-  s.compiles = (fixed_sizes ? uncached_compiles : cached_compiles()) + static_compiles;
-  s.recompiles = recompiles;
-  s.seconds = elapsed_since(start);
-  return s;
+
+  const Program& program_;
+  const BoundInputs& inputs_;
+  const SizeSweepOptions& options_;
+  const bool fixed_sizes_;
+  DiffOptions per_size_;  // each size judged without localization, workaround or repro
+  std::function<size_t()> cached_compiles_;
+  std::unique_ptr<Backend> backend_;
+  size_t uncached_compiles_ = 0;
+  int64_t recompiles_ = 0;
+  SizeSweepResult s_;
+};
+
+}  // namespace
+
+SizeSweepResult sweep_sizes(const Program& program, const BoundInputs& inputs, const SizeSweepOptions& options) {
+  return SizeSweep(program, inputs, options).run();
 }
 
 }  // namespace pt2diff

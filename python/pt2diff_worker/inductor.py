@@ -62,6 +62,18 @@ def _cwd(path):
         os.chdir(before)
 
 
+
+def kernel_map_blocker(req, config, aoti, eager, step):
+    """Why the kernel map (kernel_map.py: hooks after every kernel, on the compile's own code) cannot observe this
+    compile, or "" when it can."""
+    why_not = kernel_map.unavailable(config, aoti) if req.get("observe") else "not asked"
+    if eager and not why_not:
+        why_not = "nodes are left eager: the graph is compiled in pieces"
+    if step and not why_not:
+        why_not = ("a training step is compiled as torch.compile compiles one (AOTAutograd's forward and backward "
+                   "graphs): its backward kernels are not the archive's nodes")
+    return why_not
+
 class Worker:
     """pt2diff's Inductor worker: one method per protocol request, each taking the request dict and
     returning the reply's fields (or raising protocol.Failure)."""
@@ -142,14 +154,8 @@ class Worker:
             if aoti and eager:
                 raise Failure("compile_failed", "AOTInductor compiles a region whole: it cannot leave nodes eager "
                                                 "(torch.compiler.disable has no AOTInductor counterpart)")
-            # The kernel map (kernel_map.py): hooks after every kernel, on the compile's own code.
-            why_not = kernel_map.unavailable(config, aoti) if req.get("observe") else "not asked"
-            if eager and not why_not:
-                why_not = "nodes are left eager: the graph is compiled in pieces"
             step = not aoti and training.is_whole_step(self.program, req["outputs"], bool(req.get("exploded")), eager)
-            if step and not why_not:
-                why_not = ("a training step is compiled as torch.compile compiles one (AOTAutograd's forward and backward "
-                           "graphs): its backward kernels are not the archive's nodes")
+            why_not = kernel_map_blocker(req, config, aoti, eager, step)
             observe = kernel_map.patch(req["nodes"]) if not why_not else contextlib.nullcontext()
             payloads = None
             # Dynamic shapes: the dims the archive exported dynamic are compiled symbolic, as torch.compile compiles
@@ -180,24 +186,9 @@ class Worker:
                 with observe, torch.no_grad(), torch_settings(settings):
                     compiled.first_call(example)
             else:
-                # Nodes left eager break the graph (torch.compiler.disable): the pieces between them compile.
-                compiled = torch.compile(gm, backend=recorder.backend, fullgraph=not eager,
-                                         dynamic=None if dynamic else False)
-                try:
-                    with patch, observe, torch.no_grad(), torch_settings(settings), shapes.dynamic_ints(dims if dynamic else []):
-                        compiled(*example)
-                except Exception as e:  # noqa: BLE001
-                    if not (dynamic and shapes.is_specialization(e)):
-                        raise
-                    # The compile cannot keep a dim dynamic over the exported range (it narrows it, or forces one size):
-                    # compiled as torch.compile would with maybe_mark_dynamic, what it could not keep said in the reply.
-                    specialized = shapes.violation(e)
-                    example = self.region_inputs(req["example_inputs"], input_names, written)
-                    shapes.mark(example, dims, strict=False)
-                    recorder = shapes.Recorder()
-                    compiled = torch.compile(gm, backend=recorder.backend, fullgraph=not eager, dynamic=None)
-                    with patch, observe, torch.no_grad(), torch_settings(settings):
-                        compiled(*example)
+                compiled, recorder, specialized = self.torch_compile(
+                    gm, example, eager, dims if dynamic else [], lambda: (patch, observe, torch_settings(settings)),
+                    lambda: self.region_inputs(req["example_inputs"], input_names, written))
         except Failure:
             raise
         except Exception as e:  # noqa: BLE001 - the compiler's message is the point
@@ -209,6 +200,36 @@ class Worker:
         if req.get("observe"):
             reply["kernel_map"] = why_not or "available"
         return reply
+
+    @staticmethod
+    def torch_compile(gm, example, eager, dims, contexts, fresh_inputs):
+        """`gm` through torch.compile, compiled by its first call on `example`: (compiled, recorder, what the compile
+        could not keep dynamic or ""). Nodes left eager break the graph (torch.compiler.disable): the pieces between them
+        compile. `dims`: the dims compiled symbolic (none: a static compile). `contexts()`: the config patch, the kernel
+        map and the user's settings, entered around each call; `fresh_inputs()`: the example inputs again."""
+        recorder = shapes.Recorder()
+        compiled = torch.compile(gm, backend=recorder.backend, fullgraph=not eager, dynamic=None if dims else False)
+        try:
+            with contextlib.ExitStack() as stack:
+                for c in (*contexts(), torch.no_grad(), shapes.dynamic_ints(dims)):
+                    stack.enter_context(c)
+                compiled(*example)
+            return compiled, recorder, ""
+        except Exception as e:  # noqa: BLE001
+            if not (dims and shapes.is_specialization(e)):
+                raise
+            # The compile cannot keep a dim dynamic over the exported range (it narrows it, or forces one size):
+            # compiled as torch.compile would with maybe_mark_dynamic, what it could not keep said in the reply.
+            specialized = shapes.violation(e)
+        example = fresh_inputs()
+        shapes.mark(example, dims, strict=False)
+        recorder = shapes.Recorder()
+        compiled = torch.compile(gm, backend=recorder.backend, fullgraph=not eager, dynamic=None)
+        with contextlib.ExitStack() as stack:
+            for c in (*contexts(), torch.no_grad()):
+                stack.enter_context(c)
+            compiled(*example)
+        return compiled, recorder, specialized
 
     def run(self, req):
         """Runs a compiled region on `inputs`, writing its outputs (on the CPU) to `outputs_file`."""

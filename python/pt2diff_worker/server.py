@@ -253,6 +253,130 @@ def send_line(conn, text):
         pass
 
 
+def listen(path):
+    """A listening Unix socket at `path`, bound under a temporary name and renamed: whole or not at all, an engine never
+    connects to a half-made server. Returns (the socket, the inode of `path`: whether the path is still ours)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    temporary = f"{path}.{os.getpid()}"
+    try:
+        os.unlink(temporary)
+    except FileNotFoundError:
+        pass
+    listener.bind(temporary)
+    listener.listen(16)
+    os.rename(temporary, path)
+    return listener, os.stat(path).st_ino
+
+
+def unlink_if_ours(path, identity):
+    """Removes the socket `path` when it is still this server's (another server may have taken the path since)."""
+    try:
+        if os.stat(path).st_ino == identity:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+class _Server:
+    """The state of one server's loop: its socket, the workers it forked and the engines' connections."""
+
+    def __init__(self, path, files):
+        self.path, self.files = path, files
+        self.listener, self.identity = listen(path)
+        self.listener.setblocking(False)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ)
+        self.workers = {}  # pid -> the connection its exit is reported on
+        self.last = time.monotonic()
+        self.stale = False
+
+    def engine_closed(self, key):
+        """An engine's connection is readable: it closed it (it ended, or was killed). A served worker never outlives
+        its engine: its process group is killed."""
+        worker = key.data
+        try:
+            if not key.fileobj.recv(256):
+                self.selector.unregister(key.fileobj)
+                if worker in self.workers:
+                    try:
+                        os.killpg(worker, signal.SIGKILL)
+                    except OSError:
+                        pass
+        except OSError:
+            self.selector.unregister(key.fileobj)
+
+    def accept(self):
+        """One engine's request: answered "stale" once a watched file changed, else a worker forked for it."""
+        try:
+            conn, _ = self.listener.accept()
+        except BlockingIOError:
+            return
+        conn.setblocking(True)
+        self.last = time.monotonic()
+        try:
+            request, fds = read_request(conn)
+        except (OSError, ValueError) as e:
+            send_line(conn, f"error {e}")
+            conn.close()
+            return
+        if self.stale or changed(self.files):
+            if not self.stale:  # the next engine starts a new server at this path
+                unlink_if_ours(self.path, self.identity)
+            self.stale = True
+            for fd in fds:
+                os.close(fd)
+            send_line(conn, "stale")
+            conn.close()
+            return
+        closing = [self.listener.fileno(), conn.fileno()] + [c.fileno() for c in self.workers.values()]
+        pid = os.fork()
+        if pid == 0:
+            become_worker(request, fds, closing)
+        for fd in fds:
+            os.close(fd)
+        try:
+            os.setpgid(pid, pid)  # also here: no race with a kill right after the reply
+        except OSError:
+            pass
+        self.workers[pid] = conn
+        self.selector.register(conn, selectors.EVENT_READ, data=pid)
+        send_line(conn, f"pid {pid}")
+
+    def reap(self):
+        """Each worker that ended: its wait status sent to its engine."""
+        while self.workers:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            conn = self.workers.pop(pid, None)
+            if conn is not None:
+                try:
+                    self.selector.unregister(conn)
+                except (KeyError, ValueError):
+                    pass
+                send_line(conn, f"exit {status}")
+                conn.close()
+            self.last = time.monotonic()
+
+    def run(self, idle_seconds):
+        try:
+            while True:
+                for key, _ in self.selector.select(timeout=0.2):
+                    if key.data is not None:
+                        self.engine_closed(key)
+                    else:
+                        self.accept()
+                self.reap()
+                if not self.workers and (self.stale or time.monotonic() - self.last > idle_seconds):
+                    break
+        finally:
+            unlink_if_ours(self.path, self.identity)
+            self.listener.close()
+
+
 def serve_forever(path, idle_seconds, ready_fd=None, imports=preload, watched=None):
     """Listens on the Unix socket `path` and forks a worker per request, until `idle_seconds` pass with
     no request and no live worker, or a watched file changes (then it answers `stale` and ends once its
@@ -262,105 +386,11 @@ def serve_forever(path, idle_seconds, ready_fd=None, imports=preload, watched=No
     global LAUNCHER_CHANGES
     LAUNCHER_CHANGES = launcher_changes(os.environ)
     imports()
-    files = snapshot(watched_files() if watched is None else watched)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    temporary = f"{path}.{os.getpid()}"
-    try:
-        os.unlink(temporary)
-    except FileNotFoundError:
-        pass
-    listener.bind(temporary)
-    listener.listen(16)
-    os.rename(temporary, path)  # whole or not at all: an engine never connects to a half-made server
-    identity = os.stat(path).st_ino
+    server = _Server(path, snapshot(watched_files() if watched is None else watched))
     if ready_fd is not None:
         os.write(ready_fd, b"ready\n")
         os.close(ready_fd)
-    selector = selectors.DefaultSelector()
-    listener.setblocking(False)
-    selector.register(listener, selectors.EVENT_READ)
-    workers = {}  # pid -> the connection its exit is reported on
-    last = time.monotonic()
-    stale = False
-    try:
-        while True:
-            for key, _ in selector.select(timeout=0.2):
-                if key.data is not None:  # an engine's connection: it closed it (it ended, or was killed)
-                    worker = key.data
-                    try:
-                        if not key.fileobj.recv(256):
-                            selector.unregister(key.fileobj)
-                            if worker in workers:  # a served worker never outlives its engine
-                                try:
-                                    os.killpg(worker, signal.SIGKILL)
-                                except OSError:
-                                    pass
-                    except OSError:
-                        selector.unregister(key.fileobj)
-                    continue
-                try:
-                    conn, _ = listener.accept()
-                except BlockingIOError:
-                    continue
-                conn.setblocking(True)
-                last = time.monotonic()
-                try:
-                    request, fds = read_request(conn)
-                except (OSError, ValueError) as e:
-                    send_line(conn, f"error {e}")
-                    conn.close()
-                    continue
-                if stale or changed(files):
-                    if not stale:  # the next engine starts a new server at this path
-                        try:
-                            if os.stat(path).st_ino == identity:
-                                os.unlink(path)
-                        except OSError:
-                            pass
-                    stale = True
-                    for fd in fds:
-                        os.close(fd)
-                    send_line(conn, "stale")
-                    conn.close()
-                    continue
-                closing = [listener.fileno(), conn.fileno()] + [c.fileno() for c in workers.values()]
-                pid = os.fork()
-                if pid == 0:
-                    become_worker(request, fds, closing)
-                for fd in fds:
-                    os.close(fd)
-                try:
-                    os.setpgid(pid, pid)  # also here: no race with a kill right after the reply
-                except OSError:
-                    pass
-                workers[pid] = conn
-                selector.register(conn, selectors.EVENT_READ, data=pid)
-                send_line(conn, f"pid {pid}")
-            while workers:
-                try:
-                    pid, status = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
-                conn = workers.pop(pid, None)
-                if conn is not None:
-                    try:
-                        selector.unregister(conn)
-                    except (KeyError, ValueError):
-                        pass
-                    send_line(conn, f"exit {status}")
-                    conn.close()
-                last = time.monotonic()
-            if not workers and (stale or time.monotonic() - last > idle_seconds):
-                break
-    finally:
-        try:
-            if os.stat(path).st_ino == identity:
-                os.unlink(path)
-        except OSError:
-            pass
-        listener.close()
+    server.run(idle_seconds)
 
 
 def main(path, idle_seconds, ready_fd=None):
