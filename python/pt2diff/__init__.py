@@ -206,7 +206,8 @@ def diff_training_step(model, inputs, loss_fn=None, *, targets=(), **options) ->
     """One training step of ``model`` diffed as one graph: forward, loss and backward (docs/training.md).
 
     The loss is ``loss_fn(model(*inputs), *targets)`` (the model's output itself when ``loss_fn`` is None); the
-    step's outputs are the loss and every parameter's gradient (``fc1.weight.grad``), each judged against fp64,
+    step's outputs are the loss, every parameter's gradient (``fc1.weight.grad``) and that of every input that
+    requires grad (``x.grad``), each judged against fp64,
     and batch norm's running statistics are judged after the step. ``result.culprit_phase`` says whether the
     divergence starts in the forward or the backward; a backward node's ``source`` reads "gradient of NODE at
     model.py:41 ...". The model runs in the mode it is in (``model.train()`` first). Options: as :func:`diff`.

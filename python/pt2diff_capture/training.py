@@ -27,7 +27,8 @@ from .normalize import CaptureError, describe, one_line
 
 def export_training_step(module, args, loss_fn=None, targets=(), kwargs=None, out="step"):
     """Writes OUT.pt2 and OUT_inputs.pt: one training step of `module` as a graph whose outputs are the loss and the
-    gradient of every parameter that requires one (named `NAME.grad` in pt2diff's report).
+    gradient of every parameter that requires one (named `NAME.grad` in pt2diff's report), then the gradient of every
+    input in `args` or `kwargs` that requires grad (`x.requires_grad_()`: named `x.grad`, by its input's name).
 
     The loss is `loss_fn(module(*args, **kwargs), *targets)`, or the module's output itself when `loss_fn` is None
     (then it must be a scalar tensor). `targets` are graph inputs like `args` (labels, a target tensor), so the
@@ -58,11 +59,19 @@ def training_program(module, args, loss_fn=None, targets=(), kwargs=None):
     names = leaf_names(module, args, kwargs)  # the args' leaves, then the kwargs'; the targets' go between
     n_arg_leaves = len(pytree.tree_leaves(args))
     names[n_arg_leaves:n_arg_leaves] = _target_names(len(pytree.tree_leaves(targets)), set(names))
-    gm, loss_node, grad_nodes = _trace(module, params, frozen, buffers, leaves, spec, len(args), loss_fn)
+    # The inputs whose gradient the step returns: those of args and kwargs that require grad (a target is data).
+    n_target_leaves = len(pytree.tree_leaves(targets))
+    wanted = [i for i, v in enumerate(leaves) if v.requires_grad and (i < n_arg_leaves or i >= n_arg_leaves + n_target_leaves)]
+    if any(not leaves[i].is_floating_point() for i in wanted):
+        raise CaptureError("an input that requires grad must be a floating-point tensor")
+    leaves = [v.detach() for v in leaves]
+    gm, loss_node, grad_nodes = _trace(module, params, frozen, buffers, leaves, spec, len(args), loss_fn, wanted)
     _real_dtypes(gm, [t.detach().clone() for t in (*params.values(), *frozen.values(), *buffers.values())] + list(leaves))
     placeholders = _name_placeholders(gm, [*params, *frozen], list(buffers), names)
     _link_backward_to_forward(gm)
-    return _program(gm, placeholders, params, frozen, buffers, loss_node, grad_nodes), leaves, names
+    n_state = len(params) + len(frozen) + len(buffers)
+    grad_targets = list(params) + [placeholders[n_state + i].name for i in wanted]
+    return _program(gm, placeholders, params, frozen, buffers, loss_node, grad_nodes, grad_targets), leaves, names
 
 
 def _target_names(n, taken):
@@ -75,9 +84,10 @@ def _target_names(n, taken):
     return names
 
 
-def _trace(module, params, frozen, buffers, leaves, spec, n_args, loss_fn):
+def _trace(module, params, frozen, buffers, leaves, spec, n_args, loss_fn, wanted=()):
     """make_fx (fake tensors) of forward + loss + torch.autograd.grad; returns the GraphModule, the loss node and
-    one gradient node per parameter (None where the loss does not depend on it)."""
+    one gradient node per parameter, then per input of index `wanted` in `leaves` (None where the loss does not
+    depend on it)."""
     from torch._functorch._aot_autograd.logging_utils import setup_stacktrace_preservation_hooks
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -86,7 +96,8 @@ def _trace(module, params, frozen, buffers, leaves, spec, n_args, loss_fn):
     def step(*flat):
         p = dict(zip(pnames, flat[:len(pnames)]))
         state = {**p, **dict(zip(fnames + bnames, flat[len(pnames):len(pnames) + len(fnames) + len(bnames)]))}
-        inputs, kwargs = pytree.tree_unflatten(list(flat[len(pnames) + len(fnames) + len(bnames):]), spec)
+        user = list(flat[len(pnames) + len(fnames) + len(bnames):])
+        inputs, kwargs = pytree.tree_unflatten(user, spec)
         with torch.enable_grad(), torch.fx.traceback.preserve_node_meta():
             # Anomaly mode keeps each forward op's stack on its autograd node; the hooks hand it (and its sequence
             # number) to the backward ops autograd runs for it, as AOTAutograd's joint trace does.
@@ -100,11 +111,12 @@ def _trace(module, params, frozen, buffers, leaves, spec, n_args, loss_fn):
             # On the calling thread (a CUDA backward runs on the device's own thread otherwise), where the hooks
             # set the metadata the tracer records.
             with torch.autograd.set_multithreading_enabled(False):
-                grads = torch.autograd.grad(loss, list(p.values()), allow_unused=True)
+                grads = torch.autograd.grad(loss, list(p.values()) + [user[i] for i in wanted], allow_unused=True)
         return (loss, *grads)
 
     flat = [t.detach().requires_grad_(True) for t in params.values()]
-    flat += [t.detach() for t in (*frozen.values(), *buffers.values())] + list(leaves)
+    flat += [t.detach() for t in (*frozen.values(), *buffers.values())]
+    flat += [t.detach().requires_grad_(True) if i in wanted else t for i, t in enumerate(leaves)]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "Anomaly Detection has been enabled"
@@ -205,8 +217,9 @@ def _writes(n):
     return schema is not None and schema.is_mutable
 
 
-def _program(gm, placeholders, params, frozen, buffers, loss_node, grad_nodes):
-    """The ExportedProgram of the step (training IR: buffers written in place, as torch.export's default)."""
+def _program(gm, placeholders, params, frozen, buffers, loss_node, grad_nodes, grad_targets):
+    """The ExportedProgram of the step (training IR: buffers written in place, as torch.export's default). Each of
+    `grad_nodes` is the gradient of the parameter or input placeholder named by `grad_targets` at its index."""
     from torch._export.verifier import TrainingIRVerifier
 
     n_state = len(params) + len(frozen) + len(buffers)
@@ -216,8 +229,9 @@ def _program(gm, placeholders, params, frozen, buffers, loss_node, grad_nodes):
               for ph, k in zip(placeholders[len(params) + len(frozen):], buffers)]
     specs += [InputSpec(InputKind.USER_INPUT, TensorArgument(ph.name), None) for ph in placeholders[n_state:]]
     outputs = [OutputSpec(OutputKind.LOSS_OUTPUT, TensorArgument(loss_node.name), None)]
-    outputs += [OutputSpec(OutputKind.GRADIENT_TO_PARAMETER, TensorArgument(g.name), k)
-                for g, k in zip(grad_nodes, params) if g is not None]
+    outputs += [OutputSpec(OutputKind.GRADIENT_TO_PARAMETER if i < len(params) else OutputKind.GRADIENT_TO_USER_INPUT,
+                           TensorArgument(g.name), k)
+                for i, (g, k) in enumerate(zip(grad_nodes, grad_targets)) if g is not None]
     out_node = gm.graph.output_node()
     out_node.args = ((loss_node, *[g for g in grad_nodes if g is not None]),)
     gm.graph.eliminate_dead_code()

@@ -1,11 +1,12 @@
 """A training step's graph (pt2diff_capture.export_training_step: the forward, the loss and the backward in one graph,
-outputs the loss and every parameter's gradient) compiled as torch.compile compiles a training step.
+outputs the loss, every parameter's gradient and those of the inputs that require grad) compiled as torch.compile
+compiles a training step.
 
 The region that returns the loss and every gradient is not compiled as one inference graph: its forward (the nodes
 up to the loss, in graph order) is compiled with torch.compile, the parameters requiring grad, and the gradients
-come from torch.autograd.grad through it. AOTAutograd traces the joint graph, partitions it into a forward and a
-backward graph (what the forward saves, what the backward recomputes) and Inductor compiles each, as in the user's
-training loop. Smaller regions (a window, one op) are compiled as they are, as inference graphs (docs/training.md).
+come from torch.autograd.grad through it (to the parameters, and to the inputs whose gradient the step returns).
+AOTAutograd traces the joint graph, partitions it into a forward and a backward graph (what the forward saves, what
+the backward recomputes) and Inductor compiles each, as in the user's training loop. Smaller regions (a window, one op) are compiled as they are, as inference graphs (docs/training.md).
 """
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
@@ -14,13 +15,16 @@ from .protocol import Failure
 
 
 def step_signature(program):
-    """(the loss's value name, [(gradient value name, parameter placeholder name)]) when `program` is a training
-    step, else None."""
+    """(the loss's value name, [(gradient value name, the placeholder name of its parameter or user input)]) when
+    `program` is a training step, else None."""
     sig = program.graph_signature
     loss = [s.arg.name for s in sig.output_specs if s.kind == OutputKind.LOSS_OUTPUT]
     placeholder = {s.target: s.arg.name for s in sig.input_specs if s.kind == InputKind.PARAMETER}
+    user = {s.arg.name for s in sig.input_specs if s.kind == InputKind.USER_INPUT}
     grads = [(s.arg.name, placeholder.get(s.target)) for s in sig.output_specs
              if s.kind == OutputKind.GRADIENT_TO_PARAMETER]
+    grads += [(s.arg.name, s.target if s.target in user else None) for s in sig.output_specs
+              if s.kind == OutputKind.GRADIENT_TO_USER_INPUT]
     if len(loss) != 1 or not grads or any(p is None for _, p in grads):
         return None
     return loss[0], grads

@@ -7,8 +7,10 @@ A ctest, label inductor.
 - The capture is the step PyTorch runs: `--compiled eager --save-outputs` gives the loss, every gradient and the
   running statistics bit-identical to the same model's forward, loss and `loss.backward()` in PyTorch eager, run
   here now (the same ATen ops in the same order: autograd's own backward ops).
-- Clean: convbn (batch norm in train mode, its running statistics judged after the step) and, on CUDA, llama_bf16
+- Clean: convbn (batch norm in train mode, its running statistics judged after the step), mlp_ln_dx (mlp_ln exported
+  now with its input requiring grad: the step returns x.grad, judged by its input's name) and, on CUDA, llama_bf16
   agree with the stock Inductor at the loss, every gradient, every written buffer and every node of the node verdict.
+  mlp_ln_dx's x.grad is bit-identical to PyTorch's too.
 - Planted bugs in Inductor's decomposition of a backward op, or its lowering of mm at the weight gradient's shape
   (tests/engine/localize/planted_lowering.py), each named at its backward node with the forward node it is the
   gradient of and its source line: in mlp_ln native_layer_norm_backward (the gradient of a norm), gelu_backward
@@ -40,23 +42,28 @@ DEVICE = os.environ.get("PT2DIFF_TEST_DEVICE", "cpu")
 
 def steps(fixtures, tmp):
     """NAME -> (archive, inputs, the model or None): the fixtures on the CPU; on CUDA, mlp_ln and convbn exported
-    there in bfloat16 now."""
+    there in bfloat16 now. Also mlp_ln_dx, exported now on the device: mlp_ln whose input requires grad, so that the
+    step returns x.grad too."""
     out = {n: (os.path.join(fixtures, "training", n + ".pt2"), os.path.join(fixtures, "training", n + "_inputs.pt"), None)
            for n in ("mlp_ln", "convbn", "llama_bf16")}
-    if DEVICE == "cpu":
-        return out
     sys.path[:0] = [fixtures, os.path.join(fixtures, "..", "python")]
     import make_training_fixtures as m
     from pt2diff_capture.training import export_training_step
+    dtype = torch.float32 if DEVICE == "cpu" else torch.bfloat16
     for name, make in m.cases().items():
-        if name == "llama_bf16":
+        if name == "llama_bf16" or (DEVICE == "cpu" and name != "mlp_ln"):
             continue
         model, args, loss_fn, targets = make()
-        model = model.to(DEVICE, torch.bfloat16).train()
-        args = tuple(a.to(DEVICE, torch.bfloat16) for a in args)
-        targets = tuple(t.to(DEVICE, torch.bfloat16 if t.is_floating_point() else t.dtype) for t in targets)
-        e = export_training_step(model, args, loss_fn, targets=targets, out=os.path.join(tmp, name))
-        out[name] = (e.archive, e.inputs, (model, args, loss_fn, targets))
+        model = model.to(DEVICE, dtype).train()
+        args = tuple(a.to(DEVICE, dtype) for a in args)
+        targets = tuple(t.to(DEVICE, dtype if t.is_floating_point() else t.dtype) for t in targets)
+        if DEVICE != "cpu":
+            e = export_training_step(model, args, loss_fn, targets=targets, out=os.path.join(tmp, name))
+            out[name] = (e.archive, e.inputs, (model, args, loss_fn, targets))
+        if name == "mlp_ln":
+            args = tuple(a.clone().requires_grad_(True) for a in args)
+            e = export_training_step(model, args, loss_fn, targets=targets, out=os.path.join(tmp, name + "_dx"))
+            out[name + "_dx"] = (e.archive, e.inputs, (model, args, loss_fn, targets))
     return out
 
 
@@ -103,6 +110,9 @@ def eager_step(fixtures, name, step):
     loss.backward()
     out = {"loss": loss.detach()}
     out.update({f"{k}.grad": p.grad.cpu() for k, p in model.named_parameters()})
+    if x.requires_grad:  # the step's input gradient, named by its input
+        out["x.grad"] = x.grad.cpu()
+        x.grad = None
     model.zero_grad()
     return {k: v.cpu() for k, v in out.items()}
 
@@ -118,7 +128,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         step = steps(fixtures, tmp)
         # The capture: pt2diff's eager run of the step is PyTorch's training step, bit for bit.
-        for name in ("mlp_ln", "convbn") if DEVICE == "cpu" else ("mlp_ln",):
+        for name in ("mlp_ln", "mlp_ln_dx", "convbn") if DEVICE == "cpu" else ("mlp_ln", "mlp_ln_dx"):
             saved = os.path.join(tmp, name + ".outputs.pt")
             p, r = run(step[name], name, tmp, "--compiled", "eager", "--save-outputs", saved)
             expect(p.returncode == 0 and r is not None, f"{name}: the step runs eagerly (exit {p.returncode}) {p.stderr[-300:]}")
@@ -135,7 +145,7 @@ def main():
         # Clean: the stock Inductor agrees at every gradient, buffer and node.
         # llama_bf16's clean step on the GPU only: on the 2-core CPU its cold compiles cost the suite 40 s, and its
         # planted run below judges every other node of it (measured clean by hand: docs/training.md).
-        for name in ("convbn",) if DEVICE == "cpu" else ("convbn", "llama_bf16"):
+        for name in ("convbn", "mlp_ln_dx") if DEVICE == "cpu" else ("convbn", "mlp_ln_dx", "llama_bf16"):
             p, r = run(step[name], name, tmp)
             expect(p.returncode == 0 and r is not None and r["verdict"] == "agree",
                    f"{name}: a clean step agrees with the stock Inductor (exit {p.returncode}) {p.stderr[-300:]}")
@@ -145,6 +155,11 @@ def main():
             grads = [o for o in r["outputs"] if o["name"].endswith(".grad")]
             expect(len(grads) >= 6 and all(o["pass"] for o in r["outputs"]),
                    f"{name}: the loss, {len(grads)} gradients and the buffers pass")
+            if name == "mlp_ln_dx":  # the input's gradient, through the step compiled as torch.compile compiles one
+                dx = next((o for o in r["outputs"] if o["name"] == "x.grad"), {})
+                expect(dx.get("role") == "gradient_to_user_input of x" and dx.get("pass")
+                       and "training step" in (r.get("kernels") or {}).get("unavailable", ""),
+                       f"{name}: x.grad judged as the input's gradient of the whole step: {dx.get('role')} {dx.get('pass')}")
             expect(r["node_verdict"]["level"] == "pass", f"{name}: every node passes the node verdict")
             if name == "convbn":
                 stats = [o["name"] for o in r["outputs"] if o["name"].startswith("buffer 'bn.running")]
