@@ -2,7 +2,7 @@
 // engine/worker/worker_server.cpp): the transport the engine gets is the one it would start itself (lines in
 // and out, the exit status, a kill of the process group), another environment gets another server, what is
 // not a Python script is started as before, and a diff gives the same report served or not.
-// The server's side alone: python/tests/test_worker_server.py.
+// The server's side alone: tests/python/pt2diff_worker/test_worker_server.py.
 #include <chrono>
 #include <fmt/format.h>
 #include <fstream>

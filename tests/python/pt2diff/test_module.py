@@ -1,7 +1,7 @@
 """The Python module against the CLI on the same fixtures: same JSON, same error lines, same options.
 
 Run by ctest (python_module_tests) as
-    PYTHONPATH=BUILD/python PT2DIFF_CLI=BUILD/pt2diff python -m unittest tests/python/test_module.py
+    PYTHONPATH=BUILD/python PT2DIFF_CLI=BUILD/pt2diff python -m unittest tests/python/pt2diff/test_module.py
 Plain unittest, so pytest is not needed (pytest runs it too). The compiled side is the fault backend
 (eager with a planted error): fast and deterministic. One test starts an external worker
 (python/examples/eager_worker.py, ~8 s) for a program from memory; test_inductor.py has the Inductor run.
@@ -23,7 +23,7 @@ import torch
 import pt2diff
 from pt2diff.testing import assert_agrees
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "fixtures")
 CLI = os.environ["PT2DIFF_CLI"]
 FAULT = "fault:linear:scale=0.05"
 
@@ -355,7 +355,7 @@ class WorkerFromMemory(unittest.TestCase):
     def test_external_worker_reads_a_temporary_copy(self):
         # A worker in another process loads the archive from a path: a program from memory is handed a
         # copy, removed with the backend. (test_inductor.py does the same through Inductor.)
-        worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "examples", "eager_worker.py")
+        worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python", "examples", "eager_worker.py")
         before = archive_copies()
         r = pt2diff.diff(torch.export.load(fixture("mlp.pt2")), mlp_inputs(), compiled=f"external:{sys.executable} {worker}")
         self.assertEqual([(c.what, c.ok) for c in r.compiles], [("graph", True), ("exploded", True)], r.to_text())

@@ -8,7 +8,7 @@ import threading
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 
 from pt2diff_batch import summary  # noqa: E402
 from pt2diff_batch.cases import Case, assign_keys, matching_inputs, merge_options  # noqa: E402

@@ -1,7 +1,7 @@
 """Unit tests of pt2diff_worker on tiny FX graphs: regions, the protocol loop, the command line, and one
-real Inductor compile. Plain unittest, no pytest:
+real Inductor compile. unittest TestCases, run under pytest:
 
-    python -m unittest discover -s python/tests -v
+    python -m pytest tests/python/pt2diff_worker   # or: python tests/python/run_tests.py tests/python/pt2diff_worker
 """
 import contextlib
 import importlib.util
@@ -19,8 +19,8 @@ import unittest
 # removed at the end, so that the one real compile is a real compile.
 TMP = tempfile.mkdtemp(prefix="pt2diff-worker-tests-")
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(TMP, "inductor")
-PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REPO = os.path.dirname(PYTHON_DIR)
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+PYTHON_DIR = os.path.join(REPO, "python")
 LAUNCHER = os.path.join(REPO, "engine", "backends", "inductor_worker.py")
 sys.path.insert(0, PYTHON_DIR)
 

@@ -4,7 +4,7 @@ descriptors and memory limit; a script that changes the environment before the w
 it reports the exit status, kills the worker when its engine goes away, answers `stale` when a watched file changes, refuses
 a malformed request, and ends when idle. The engine's side: tests/engine/worker/worker_server_test.cpp.
 
-    python -m unittest python/tests/test_worker_server.py -v
+    python -m pytest tests/python/pt2diff_worker/test_worker_server.py
 """
 import array
 import json
@@ -18,7 +18,7 @@ import textwrap
 import time
 import unittest
 
-PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYTHON_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 
 SCRIPT = textwrap.dedent("""
     import os, resource, sys, tempfile

@@ -5,7 +5,7 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 from pt2diff_worker import kernel_map  # noqa: E402
 
 TRITON = "@triton.jit\ndef triton_poi_fused_relu_0(in_ptr0, xnumel):\n    pass\n"
