@@ -72,15 +72,7 @@ const NodeError* find_recheck_node(const DiffResult& r, const std::string& name)
 }
 
 void fill_torch_row(TorchRow& row, DiffResult r) {
-  row.judged = true;
-  const RunSummary run = summarize_run(r);
-  row.level = run.level;
-  row.fails = run.fails;
-  row.compiled_failed = run.compiled_failed;
-  row.worst_ratio = run.worst_ratio;
-  row.worst_output = run.worst_output;
-  row.node_ratio = run.node_ratio;
-  row.node = run.node;
+  fill_summary(row, r);
   for (const CompileRecord& c : r.compiles)
     if (!c.ok && row.compile_failure.empty()) row.compile_failure = fmt::format("{} compile: {}: {}", c.what, failure_kind_name(c.failure), c.message);
   if (r.localization && r.localization->culprit.named()) {

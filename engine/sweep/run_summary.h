@@ -33,4 +33,18 @@ inline RunSummary summarize_run(const DiffResult& r) {
   return s;
 }
 
+/// `r`'s summary into a table's row (a SizePoint, a TorchRow: the same fields by the same names), marked judged.
+template <typename Row>
+void fill_summary(Row& row, const DiffResult& r) {
+  const RunSummary run = summarize_run(r);
+  row.judged = true;
+  row.level = run.level;
+  row.fails = run.fails;
+  row.compiled_failed = run.compiled_failed;
+  row.worst_ratio = run.worst_ratio;
+  row.worst_output = run.worst_output;
+  row.node_ratio = run.node_ratio;
+  row.node = run.node;
+}
+
 }  // namespace pt2diff

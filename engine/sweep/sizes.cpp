@@ -249,15 +249,7 @@ class SizeSweep {
     try {
       DiffResult r = diff(program_, resize_inputs(program_, inputs_, symbol, size), per_size_, *backend_);
       if (fixed_sizes_) uncached_compiles_ += r.compiles.size();
-      p.judged = true;
-      const RunSummary run = summarize_run(r);
-      p.level = run.level;
-      p.fails = run.fails;
-      p.compiled_failed = run.compiled_failed;
-      p.worst_ratio = run.worst_ratio;
-      p.worst_output = run.worst_output;
-      p.node_ratio = run.node_ratio;
-      p.node = run.node;
+      fill_summary(p, r);
       const int64_t now = recompiles_so_far(r);
       p.recompiles = std::max<int64_t>(0, now - recompiles_);
       recompiles_ = std::max(recompiles_, now);
