@@ -17,6 +17,8 @@ A ctest, label inductor.
   (of an activation) and mm at [16, 8] (of a matmul: fc1's weight gradient); native_batch_norm_backward in convbn;
   _softmax_backward_data in llama_bf16 (the gradient of attention's softmax; bf16 absorbs it at the outputs: the
   node verdict names it). Runs whose gradients are small enough for rule same's atol to hide 5% use --rule relative.
+  On native_layer_norm_backward, --workaround: the smallest eager set is that backward op, verified by a compile of
+  the step with it eager, and the program change disables the module ln (its forward and so its backward).
 Every report is valid against docs/report.schema.json.
 
 On CUDA (PT2DIFF_TEST_DEVICE=cuda, scripts/gpu_test.sh) mlp_ln and convbn are exported there, in bfloat16, at test
@@ -165,7 +167,7 @@ def main():
                 stats = [o["name"] for o in r["outputs"] if o["name"].startswith("buffer 'bn.running")]
                 expect(len(stats) == 2, f"{name}: the running statistics are judged after the step ({stats})")
         # Planted in a backward op's decomposition: named at the backward node, with its forward node and line.
-        for name, op, flags, forward in (("mlp_ln", "native_layer_norm_backward", (), "native_layer_norm"),
+        for name, op, flags, forward in (("mlp_ln", "native_layer_norm_backward", ("--workaround",), "native_layer_norm"),
                                          ("mlp_ln", "gelu_backward", ("--rule", "relative"), "gelu"),
                                          ("mlp_ln", "mm", ("--rule", "relative"), "addmm"),
                                          ("convbn", "native_batch_norm_backward", ("--rule", "relative"), "native_batch_norm"),
@@ -186,6 +188,13 @@ def main():
                        f"{name}: it is the gradient of {forward} (backward_of {first.get('backward_of')})")
                 expect(c["sources"][0].startswith(f"gradient of {first.get('backward_of')} at make_training_fixtures.py:"),
                        f"{name}: its source names the forward node and the model's line ({c['sources'][0][:90]})")
+            if "--workaround" in flags:  # the smallest eager set of a training step: the backward op, verified
+                w = r.get("workaround") or {}
+                eager_nodes = [n["node"] for n in w.get("nodes") or []]
+                expect(w.get("verified") and eager_nodes == [first["name"] if first else None]
+                       and any('get_submodule("ln")' in line for line in w.get("lines") or []),
+                       f"{name}: --workaround leaves the backward op eager, verified, as a change to the module ln: "
+                       f"{eager_nodes} {w.get('summary')}")
     return checks.finish("training steps: captured bit-exact, clean steps agree, planted backward bugs named")
 
 
