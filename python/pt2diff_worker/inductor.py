@@ -62,7 +62,6 @@ def _cwd(path):
         os.chdir(before)
 
 
-
 def kernel_map_blocker(req, config, aoti, eager, step):
     """Why the kernel map (kernel_map.py: hooks after every kernel, on the compile's own code) cannot observe this
     compile, or "" when it can."""
@@ -73,6 +72,7 @@ def kernel_map_blocker(req, config, aoti, eager, step):
         why_not = ("a training step is compiled as torch.compile compiles one (AOTAutograd's forward and backward "
                    "graphs): its backward kernels are not the archive's nodes")
     return why_not
+
 
 class Worker:
     """pt2diff's Inductor worker: one method per protocol request, each taking the request dict and
