@@ -657,6 +657,7 @@ def ren_training(d):
 
 
 RENDERERS["training"] = ren_training  # rendered from results only: bench/training_bench.py, run by hand
+RENDERERS["training_many_cpus"] = ren_training  # bench/training_bench.py --result training_many_cpus (4+ CPUs: overlap)
 
 
 def ren_sizes(d):

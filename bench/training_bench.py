@@ -2,8 +2,13 @@
 """What a training-step diff costs against what the user's own step costs (docs/performance.md, docs/training.md),
 run by hand:
 
-    python bench/training_bench.py PT2DIFF [--steps mlp_ln,convbn,llama_bf16] [--note TEXT]
+    python bench/training_bench.py PT2DIFF [--steps mlp_ln,convbn,llama_bf16] [--note TEXT] [--result training]
     python bench/run.py --render-only        (renders bench/results/training.json into docs/performance.md)
+
+`--result training_many_cpus` on a machine with 4 or more CPUs, where pt2diff overlaps its compiles (--overlap auto:
+the exploded compile on a second worker beside the step's compile); `--warm-up` first runs one step of each kind
+unmeasured, so that what a machine builds once (Inductor's precompiled header, pt2diff's cache of the vector-ISA
+probes) is there for both sides, as on a machine that has compiled before.
 
 For each step of fixtures/training (the model of fixtures/make_training_fixtures.py with the archive's weights):
 - eager: one training step in PyTorch eager (forward, loss, loss.backward()), the median of 5 after one warm-up;
@@ -33,7 +38,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import minifier_bench  # noqa: E402  (its machine(): the results' caption)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULT = os.path.join(ROOT, "bench", "results", "training.json")
 STEPS = ["mlp_ln", "convbn", "llama_bf16"]
 
 
@@ -85,13 +89,14 @@ def measure(cli, python, name, tmp):
     t0 = time.perf_counter()
     p = subprocess.run([cli, os.path.join(ROOT, "fixtures", "training", name + ".pt2"),
                         os.path.join(ROOT, "fixtures", "training", name + "_inputs.pt"), "--json", report,
-                        "--inductor-cache", cache], capture_output=True, text=True)
+                        "--inductor-cache", cache, "--worker-python", python], capture_output=True, text=True)
     row["pt2diff_wall_s"] = time.perf_counter() - t0
     r = json.load(open(report)) if os.path.exists(report) else {}
     row.update({"exit": p.returncode, "verdict": r.get("verdict"), "nodes": len(r.get("nodes", [])),
                 "gradients": sum(1 for o in r.get("outputs", []) if o["name"].endswith(".grad")),
                 "compiles": [{"what": c["what"], "compile_s": c.get("compile_seconds")} for c in r.get("compiles", [])],
-                "worker_start_s": next((c.get("worker_start_seconds") for c in r.get("compiles", []) if c.get("worker_start_seconds")), None)})
+                "worker_start_s": next((c.get("worker_start_seconds") for c in r.get("compiles", []) if c.get("worker_start_seconds")), None),
+                "cpus": len(os.sched_getaffinity(0))})
     if row["eager_s"] is not None and row["compile_s"] is not None:
         row["ratio"] = row["pt2diff_wall_s"] / (row["eager_s"] + row["compile_s"])
     print(f"  {name}: {row}", file=sys.stderr, flush=True)
@@ -102,7 +107,8 @@ def seed_cache(cache):
     """A fresh Inductor cache for pt2diff with what a process of the user's already has: the precompiled header
     and the vector-ISA probes (built once per machine: the user's process finds them under the temporary
     directory, pt2diff's worker keeps them in its cache). No graph, kernel or FX entry: the step compiles cold."""
-    seed = os.path.expanduser("~/.cache/pt2diff/inductor")
+    home = os.environ.get("PT2DIFF_HOME") or os.path.expanduser("~/.cache/pt2diff")
+    seed = os.path.join(home, "inductor")
     os.makedirs(cache, exist_ok=True)
     if os.path.isdir(os.path.join(seed, "precompiled_headers")):
         shutil.copytree(os.path.join(seed, "precompiled_headers"), os.path.join(cache, "precompiled_headers"))
@@ -118,21 +124,27 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--steps", default=",".join(STEPS))
     ap.add_argument("--note", default="", help="what else ran on the machine meanwhile, for the caption")
+    ap.add_argument("--result", default="training", help="bench/results/RESULT.json, the section of docs/performance.md")
+    ap.add_argument("--warm-up", action="store_true", help="one unmeasured step of each side first (machine-wide builds)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="pt2diff-training-bench-")
+    if a.warm_up:
+        measure(a.pt2diff, a.python, a.steps.split(",")[0], tempfile.mkdtemp(prefix="pt2diff-training-warm-up-"))
     rows = [measure(a.pt2diff, a.python, s, tmp) for s in a.steps.split(",")]
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     torch_version = subprocess.run([a.python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True).stdout.strip()
-    res = {"section": "training", "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+    res = {"section": a.result, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
            "commit": rev + ("-dirty" if dirty else ""), "runner": "bench/training_bench.py", "machine": minifier_bench.machine(a.python, "cpu"),
            "torch": torch_version,
-           "commands": [{"argv": ["python", "bench/training_bench.py", "build/pt2diff", "--steps", a.steps], "note": a.note}],
+           "commands": [{"argv": ["python", "bench/training_bench.py", "build/pt2diff", "--steps", a.steps, "--result", a.result]
+                         + (["--warm-up"] if a.warm_up else []), "note": a.note}],
            "data": {"rows": rows}}
-    with open(RESULT, "w") as f:
+    result = os.path.join(ROOT, "bench", "results", a.result + ".json")
+    with open(result, "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
         f.write("\n")
-    print(f"wrote {os.path.relpath(RESULT)}; render with: python bench/run.py --render-only", file=sys.stderr)
+    print(f"wrote {os.path.relpath(result)}; render with: python bench/run.py --render-only", file=sys.stderr)
     return 0
 
 

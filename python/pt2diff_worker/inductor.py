@@ -62,15 +62,12 @@ def _cwd(path):
         os.chdir(before)
 
 
-def kernel_map_blocker(req, config, aoti, eager, step):
+def kernel_map_blocker(req, config, aoti, eager):
     """Why the kernel map (kernel_map.py: hooks after every kernel, on the compile's own code) cannot observe this
     compile, or "" when it can."""
     why_not = kernel_map.unavailable(config, aoti) if req.get("observe") else "not asked"
     if eager and not why_not:
         why_not = "nodes are left eager: the graph is compiled in pieces"
-    if step and not why_not:
-        why_not = ("a training step is compiled as torch.compile compiles one (AOTAutograd's forward and backward "
-                   "graphs): its backward kernels are not the archive's nodes")
     return why_not
 
 
@@ -155,8 +152,10 @@ class Worker:
                 raise Failure("compile_failed", "AOTInductor compiles a region whole: it cannot leave nodes eager "
                                                 "(torch.compiler.disable has no AOTInductor counterpart)")
             step = not aoti and training.is_whole_step(self.program, req["outputs"], bool(req.get("exploded")), eager)
-            why_not = kernel_map_blocker(req, config, aoti, eager, step)
-            observe = kernel_map.patch(req["nodes"]) if not why_not else contextlib.nullcontext()
+            why_not = kernel_map_blocker(req, config, aoti, eager)
+            # A training step's backward kernels are named by the archive's backward nodes (kernel_map.BackwardNames).
+            backward = kernel_map.BackwardNames(self.program) if step and not why_not else None
+            observe = kernel_map.patch(req["nodes"], backward) if not why_not else contextlib.nullcontext()
             payloads = None
             # Dynamic shapes: the dims the archive exported dynamic are compiled symbolic, as torch.compile compiles
             # them once marked (shapes.py), unless the request says "dynamic": false (--static).
@@ -174,7 +173,7 @@ class Worker:
                 # A whole training step: its forward through torch.compile, the gradients by autograd through it
                 # (AOTAutograd's partition and Inductor's backward: training.py). The first call compiles both.
                 compiled = training.compile_step(self.archive, req["nodes"], input_names, req["outputs"])
-                with patch, torch_settings(settings):
+                with patch, observe, torch_settings(settings):
                     compiled(*example)
             elif not dynamic and (p := self.distinct_plan(req, gm, example, eager, observed=not why_not)) is not None:
                 # A model's repeated layers: each distinct op compiled once, run once per occurrence.

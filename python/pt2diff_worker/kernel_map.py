@@ -11,7 +11,8 @@ nodes fused into the kernel.
 
 Exported names travel in `node.meta["custom"]["pt2diff_node"]`, which regions.region_module sets and
 Dynamo, AOTAutograd and pattern replacements copy onto every node they make from it (node *names* do not
-survive: Dynamo and AOTAutograd rename). A no-op `CustomGraphPass` (`marker_class()`, wrapping any pass already
+survive: Dynamo and AOTAutograd rename). A training step's backward nodes are named by the archive's backward
+nodes instead, on the joint graph before the partition (BackwardNames). A no-op `CustomGraphPass` (`marker_class()`, wrapping any pass already
 configured) keys Inductor's caches on the instrumentation and the region's names, and is the switch: the
 wrapper emits hooks only while a Marker is the post-grad pass, so plain compiles are unchanged.
 Design and measurements: docs/kernel-map.md.
@@ -36,6 +37,9 @@ SCHEMA = 1
 #: Ops a same-tag user may be and the buffer still is the node's value (the value only reshaped).
 VIEWS = {"view", "reshape", "_unsafe_view", "squeeze", "unsqueeze", "permute", "t", "transpose", "expand", "alias",
          "clone"}
+#: The meta key of a node's value mark: the exported node its value is, or None for an internal step (set on a training
+#: step's joint graph, BackwardNames; stands_for reads it before looking at the node's users).
+VALUE = "pt2diff_value"
 #: Casts a post-grad pass may insert without a tag: they stand for the value they cast.
 CASTS = {"convert_element_type", "_to_copy", "to"}
 
@@ -69,6 +73,88 @@ def marker_class():
     return _marker
 
 
+def _shapes(val):
+    """The shapes of a node's example value: one per tensor it returns."""
+    vals = val if isinstance(val, (list, tuple)) else [val]
+    return [tuple(v.shape) for v in vals if isinstance(v, torch.Tensor)]
+
+
+class BackwardNames:
+    """Names the nodes of a training step's joint graph (AOTAutograd's forward and backward, before the partition)
+    by the archive's nodes, and marks the node whose value each archive node is.
+
+    AOTAutograd gives every backward node the `custom` metadata of the forward node it derives from (by autograd's
+    sequence number): the backward would carry forward names. The archive (pt2diff_capture.training) holds each
+    backward op as its own node, its forward node in `custom["backward_of"]`. A backward node tagged with forward
+    node F whose `original_aten` (the op it was decomposed from) is that of a backward node of F gets that node's
+    name, the one whose value has its shape where F has several of that op (a linear's two mm: the input's and the
+    weight's gradient); any other backward node loses its tag (its buffer is judged against no node rather than the
+    wrong one). The value marks (stands_for, on the whole joint graph) survive the partition: in the forward graph
+    alone a decomposition's step saved for the backward has no user of its own and would pass for the value."""
+
+    def __init__(self, program):
+        self.backward = {}  # forward name -> [(backward node name, its op, its shapes)]
+        for n in program.graph.nodes:
+            of = (n.meta.get("custom") or {}).get("backward_of") if n.op == "call_function" else None
+            if of:
+                self.backward.setdefault(of, []).append((n.name, str(n.target), _shapes(n.meta.get("val"))))
+        listing = sorted(f"{f}>{name}" for f, nodes in self.backward.items() for name, _, _ in nodes)
+        self.key = hashlib.sha256("\0".join(listing).encode()).hexdigest()
+
+    def name(self, n):
+        """The archive's backward node that joint-graph backward node `n` computes, or None."""
+        forward = (n.meta.get("custom") or {}).get(TAG)
+        op = n.meta.get("original_aten")
+        if forward is None or op is None:
+            return None
+        op = str(op)  # "aten.mm.default": the archive's ops are not the same objects as Inductor's
+        same_op = [(name, shapes) for name, target, shapes in self.backward.get(forward, []) if target == op]
+        if len(same_op) > 1:
+            shapes = _shapes(n.meta.get("val"))
+            same_op = [(name, s) for name, s in same_op if shapes and shapes[0] in s]
+        return same_op[0][0] if len(same_op) == 1 else None
+
+    def __call__(self, graph):
+        """On the joint graph: the backward nodes renamed, then every tagged node's value mark (VALUE)."""
+        for n in graph.nodes:
+            custom = n.meta.get("custom")
+            if n.op != "call_function" or not custom or TAG not in custom or n.meta.get("partitioner_tag") != "is_backward":
+                continue
+            name = self.name(n)
+            n.meta["custom"] = {**custom, TAG: name} if name is not None else {k: v for k, v in custom.items() if k != TAG}
+        for n in graph.nodes:
+            if n.op == "call_function" and tag(n) is not None:
+                n.meta[VALUE] = stands_for(n)
+
+
+_joint = None
+
+
+def joint_class():
+    """Joint: the joint-graph pass of an observed training step's compile, running `inner` (a pass already
+    configured) then BackwardNames; it keys Inductor's caches on the archive's backward nodes."""
+    global _joint
+    if _joint is None:
+        from torch._inductor.custom_graph_pass import CustomGraphPass
+
+        class Joint(CustomGraphPass):
+            def __init__(self, names, inner=None):
+                self.names, self.inner = names, inner
+                inner_key = inner.uuid() if inner is not None and hasattr(inner, "uuid") else repr(inner)
+                self.key = f"pt2diff-kernel-map-joint-{SCHEMA}:{names.key}:{inner_key}"
+
+            def __call__(self, graph):
+                if self.inner is not None:
+                    self.inner(graph)
+                self.names(graph)
+
+            def uuid(self):
+                return self.key
+
+        _joint = Joint
+    return _joint
+
+
 def active():
     """Whether the compile being generated asked for the kernel map."""
     from torch._inductor import config as inductor_config
@@ -92,7 +178,10 @@ def tag(n):
 
 def stands_for(n):
     """The exported node whose value this post-grad node's buffer is; None when it is an internal step of
-    that node's decomposition (a same-tag user that is not a view keeps computing it)."""
+    that node's decomposition (a same-tag user that is not a view keeps computing it). A node marked on the joint
+    graph (VALUE) is what the mark says."""
+    if n is not None and VALUE in n.meta:
+        return n.meta[VALUE]
     x = tag(n)
     if x is None:
         return None
@@ -344,13 +433,17 @@ def unavailable(config, aoti=False):
     return install()
 
 
-def patch(names):
+def patch(names, backward=None):
     """The Inductor config the observed compile runs under: provenance tracking at its basic level (the
-    kernel → node table) and the Marker, wrapping whatever post-grad pass is configured."""
+    kernel → node table) and the Marker, wrapping whatever post-grad pass is configured. `backward` (BackwardNames):
+    a training step's: its joint graph's nodes named by the archive's nodes (the Joint pass)."""
     from torch._inductor import config as inductor_config
     level = getattr(inductor_config.trace, "provenance_tracking_level", 0) or 2
-    return inductor_config.patch({"trace.provenance_tracking_level": level,
-                                  "post_grad_custom_post_pass": marker_class()(names, inductor_config.post_grad_custom_post_pass)})
+    changes = {"trace.provenance_tracking_level": level,
+               "post_grad_custom_post_pass": marker_class()(names, inductor_config.post_grad_custom_post_pass)}
+    if backward is not None:
+        changes["joint_custom_post_pass"] = joint_class()(backward, inductor_config.joint_custom_post_pass)
+    return inductor_config.patch(changes)
 
 
 @contextlib.contextmanager

@@ -19,6 +19,9 @@ A ctest, label inductor.
   node verdict names it). Runs whose gradients are small enough for rule same's atol to hide 5% use --rule relative.
   On native_layer_norm_backward, --workaround: the smallest eager set is that backward op, verified by a compile of
   the step with it eager, and the program change disables the module ln (its forward and so its backward).
+- The kernel table of the whole step (AOTAutograd's forward and backward kernels): on a clean step every judged buffer
+  passes, backward nodes' among them; on mlp_ln's planted bugs its first failing kernel holds the backward op and the
+  search inside that kernel names it.
 Every report is valid against docs/report.schema.json.
 
 On CUDA (PT2DIFF_TEST_DEVICE=cuda, scripts/gpu_test.sh) mlp_ln and convbn are exported there, in bfloat16, at test
@@ -159,10 +162,17 @@ def main():
                    f"{name}: the loss, {len(grads)} gradients and the buffers pass")
             if name == "mlp_ln_dx":  # the input's gradient, through the step compiled as torch.compile compiles one
                 dx = next((o for o in r["outputs"] if o["name"] == "x.grad"), {})
-                expect(dx.get("role") == "gradient_to_user_input of x" and dx.get("pass")
-                       and "training step" in (r.get("kernels") or {}).get("unavailable", ""),
+                expect(dx.get("role") == "gradient_to_user_input of x" and dx.get("pass"),
                        f"{name}: x.grad judged as the input's gradient of the whole step: {dx.get('role')} {dx.get('pass')}")
             expect(r["node_verdict"]["level"] == "pass", f"{name}: every node passes the node verdict")
+            # The kernel table of the whole step: AOTAutograd's forward and backward kernels, each buffer named by the
+            # archive's node (a backward node by its own name), every judged one passing.
+            k = r.get("kernels") or {}
+            judged = [b for kc in k.get("kernels") or [] for b in kc["buffers"] if b["judged"]]
+            backward = [b["node"] for b in judged if (node(r, b["node"]) or {}).get("backward_of")]
+            expect(k.get("available") and judged and backward and all(b["pass"] for b in judged),
+                   f"{name}: the step's kernel table judges {len(judged)} buffers, {len(backward)} of backward nodes "
+                   f"({backward[:4]}), all passing ({k.get('unavailable')})")
             if name == "convbn":
                 stats = [o["name"] for o in r["outputs"] if o["name"].startswith("buffer 'bn.running")]
                 expect(len(stats) == 2, f"{name}: the running statistics are judged after the step ({stats})")
@@ -188,6 +198,18 @@ def main():
                        f"{name}: it is the gradient of {forward} (backward_of {first.get('backward_of')})")
                 expect(c["sources"][0].startswith(f"gradient of {first.get('backward_of')} at make_training_fixtures.py:"),
                        f"{name}: its source names the forward node and the model's line ({c['sources'][0][:90]})")
+            k = r.get("kernels") or {}
+            if name == "mlp_ln" and first is not None:
+                # The kernel table of the step: the first failing kernel holds the backward op (fused with its neighbours
+                # in AOTAutograd's backward graph; on CUDA gelu_backward's buffer stays inside the Triton kernel, whose
+                # first failing buffer is then native_layer_norm_backward's), and the search inside it names the op.
+                inside = k.get("inside") or {}
+                failing = (k.get("kernels") or [])[k["first_failing"]] if k.get("first_failing") is not None else {}
+                expect(first["name"] in failing.get("nodes", []) and inside.get("op") == first["name"],
+                       f"{name}: the step's first failing kernel holds {first['name']} and the search inside it names it "
+                       f"({failing.get('name')} {failing.get('nodes')}, inside {inside.get('kind')} {inside.get('op')})")
+            else:
+                expect(k.get("available"), f"{name}: the step's kernel table is made ({k.get('unavailable')})")
             if "--workaround" in flags:  # the smallest eager set of a training step: the backward op, verified
                 w = r.get("workaround") or {}
                 eager_nodes = [n["node"] for n in w.get("nodes") or []]
