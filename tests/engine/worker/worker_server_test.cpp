@@ -4,6 +4,7 @@
 // not a Python script is started as before, and a diff gives the same report served or not.
 // The server's side alone: tests/python/pt2diff_worker/test_worker_server.py.
 #include <chrono>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -45,6 +46,25 @@ std::string write_script(const testing::ScratchDir& dir) {
                          "        time.sleep(60)\n"
                          "    print('echo', line, os.environ['TMPDIR'], os.environ.get('SERVER_TEST_KEY', '-'), os.environ.get('PT2DIFF_SERVER_TEST', '-'), flush=True)\n";
   return path;
+}
+
+/// What a failing served-worker test prints: the worker's stderr and the logs of the servers written in the last
+/// 10 minutes (/tmp/pt2diff-workers-UID/KEY.log), whose last lines say why a request was refused or a worker died.
+std::string diagnostics(const std::string& stderr_log) {
+  namespace fs = std::filesystem;
+  auto tail = [](const fs::path& path) {
+    std::ifstream f(path);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    return text.size() > 2000 ? "..." + text.substr(text.size() - 2000) : text;
+  };
+  std::string out = "\n--- the worker's stderr:\n" + tail(stderr_log);
+  std::error_code ec;
+  const fs::path dir = fs::path("/tmp") / fmt::format("pt2diff-workers-{}", getuid());
+  const auto now = fs::file_time_type::clock::now();
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".log" && now - entry.last_write_time(ec) < std::chrono::minutes(10))
+      out += "\n--- " + entry.path().string() + ":\n" + tail(entry.path());
+  return out;
 }
 
 std::string read(WorkerProcess& p) {
@@ -106,10 +126,10 @@ TEST(WorkerServer, AWrapperPythonsVariablesReachTheWorker) {
   ASSERT_EQ(chmod(wrapper.c_str(), 0755), 0);
   auto p = start_served_worker({wrapper, write_script(dir), "0"}, PT2DIFF_STOCK_WORKER, dir.file("stderr.log"), 0,
                                {"TMPDIR=" + dir.path()});
-  ASSERT_TRUE(p) << "no server served the worker (its log: /tmp/pt2diff-workers-UID/KEY.log)";
+  ASSERT_TRUE(p) << "no server served the worker" << diagnostics(dir.file("stderr.log"));
   EXPECT_TRUE(p->served());
-  ASSERT_TRUE(p->write_line("five"));
-  EXPECT_EQ(read(*p), fmt::format("echo five {} wrapped wrapped", dir.path()));
+  ASSERT_TRUE(p->write_line("five")) << diagnostics(dir.file("stderr.log"));
+  EXPECT_EQ(read(*p), fmt::format("echo five {} wrapped wrapped", dir.path())) << diagnostics(dir.file("stderr.log"));
 }
 
 TEST(WorkerServer, AKilledWorkerIsReportedKilled) {
