@@ -24,7 +24,7 @@ LAYERS = [
     ("api", ["include/pt2diff", "include/pt2diff/advanced"], "the public types and declarations; no engine header"),
     ("ir", ["graphs"], "the IR, the DAG, regions, the archive and inputs loaders"),
     ("judging", ["engine/compare", "engine/options", "engine/localize"],
-     "metrics and verdict rules, the option table, the search (the torch-free ones in pt2diff_search)"),
+     "metrics and verdict rules, the option table, the search (the torch-free ones in pt2diff_ir)"),
     ("running", ["engine/execution"], "the interpreter and its kernels"),
     ("graph facts", ["engine/inspect"], "what a graph holds (pt2diff inspect, the autocast regions' JSON)"),
     ("processes", ["engine/worker"], "the worker protocol, processes and server"),
