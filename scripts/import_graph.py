@@ -139,7 +139,8 @@ def report():
         lines += ["| layer | folder | uses (#include or import lines) |", "|---|---|---|"]
         for i, (name, folders, what) in reversed(list(enumerate(layers))):
             for k, f in enumerate(folders):
-                uses = ", ".join(f"{b} ({n})" for b, n in sorted(edges.get(f, {}).items(), key=lambda e: (level.get(e[0], -1), e[0]), reverse=True))
+                used = sorted(edges.get(f, {}).items(), key=lambda e: (level.get(e[0], -1), e[0]), reverse=True)
+                uses = ", ".join(f"{b} ({n})" for b, n in used)
                 lines.append(f"| {f'{i}. {name}: {what}' if k == 0 else ''} | `{f}` | {uses or '-'} |")
         found = circles(edges)
         lines.append("")

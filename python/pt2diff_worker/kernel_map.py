@@ -12,9 +12,10 @@ nodes fused into the kernel.
 Exported names travel in `node.meta["custom"]["pt2diff_node"]`, which regions.region_module sets and
 Dynamo, AOTAutograd and pattern replacements copy onto every node they make from it (node *names* do not
 survive: Dynamo and AOTAutograd rename). A training step's backward nodes are named by the archive's backward
-nodes instead, on the joint graph before the partition (BackwardNames). A no-op `CustomGraphPass` (`marker_class()`, wrapping any pass already
-configured) keys Inductor's caches on the instrumentation and the region's names, and is the switch: the
-wrapper emits hooks only while a Marker is the post-grad pass, so plain compiles are unchanged.
+nodes instead, on the joint graph before the partition (BackwardNames). A no-op `CustomGraphPass`
+(`marker_class()`, wrapping any pass already configured) keys Inductor's caches on the instrumentation and the
+region's names, and is the switch: the wrapper emits hooks only while a Marker is the post-grad pass, so plain
+compiles are unchanged.
 Design and measurements: docs/kernel-map.md.
 """
 import ast
