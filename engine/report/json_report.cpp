@@ -1,302 +1,804 @@
-// engine/report/json_report.cpp — the report as JSON (docs/report.schema.json).
-#include <cmath>
+// engine/report/json_report.cpp — the report as JSON, declared once: each object's fields with their types and meaning
+// (json_fields.h). to_json() writes from this description and report_json_schema() is docs/report.schema.json, read off
+// it (the ctest ReportSchema.IsTheDocsSchema keeps the file equal to it).
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
-#include "engine/inspect/autocast_json.h"
+#include "engine/compare/rule_registry.h"
+#include "engine/hints/hint_registry.h"
+#include "engine/report/json_fields.h"
 #include "pt2diff/diff.h"
 
 namespace pt2diff {
 
-namespace {
+namespace jf = json_fields;
+using jf::Fields;
+using jf::Object;
+using jf::Type;
 using nlohmann::json;
 
-/// JSON has no infinities or NaN: they are written as strings, like torch.export's own JSON.
-json number(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  return v;
+namespace {
+template <class T>
+std::vector<jf::Field<T>> join(std::vector<jf::Field<T>> a, std::vector<jf::Field<T>> b) {
+  for (jf::Field<T>& f : b) a.push_back(std::move(f));
+  return a;
 }
 
-json metrics(const Metrics& m) {
-  return {{"exact_kind", m.exact_kind}, {"numel", m.numel}, {"max_abs", number(m.max_abs)}, {"max_rel", number(m.max_rel)},
-          {"rmse", number(m.rmse)}, {"max_ulp", number(m.max_ulp)}, {"cosine", number(m.cosine)}, {"nan", m.nan}, {"inf", m.inf},
-          {"mismatches", m.mismatches}, {"worst_index", m.worst_index}, {"worst_value", number(m.worst_value)},
-          {"worst_reference", number(m.worst_reference)}, {"ref_rms", number(m.ref_rms)}, {"ref_max_abs", number(m.ref_max_abs)},
-          {"relative_rmse", m.exact_kind ? json(nullptr) : number(relative_rmse(m))}, {"unit_roundoff", m.unit_roundoff}};
+Type level_type() { return jf::names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail}); }
+
+/// The names in `all`, each once, in their first order.
+Type distinct_names(const std::vector<const char*>& all) {
+  json names = json::array();
+  for (const char* n : all)
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  return {{{"enum", names}}};
 }
 
-/// A verdict's level, its ratio to eager and its blind spot (null when the rule sees a 1% error).
-void level_json(const Verdict& v, json& j) {
-  j["level"] = level_name(v.level);
-  j["error_ratio"] = number(v.error_ratio);
-  j["blind_spot"] = v.blind_spot.empty() ? json(nullptr) : json(v.blind_spot);
-  j["blind_detail"] = v.blind_detail;
+/// Every reason a verdict can give: judge()'s own, then each rule's (the rules' table, rule_registry.cpp).
+Type reason_type() {
+  std::vector<const char*> reasons = general_verdict_reasons();
+  for (const RuleKind* k : rule_kinds()) reasons.insert(reasons.end(), k->reasons.begin(), k->reasons.end());
+  return distinct_names(reasons);
 }
 
-/// One value of a node: its metrics when it was compared (compiled local ones only where the exploded compile ran).
-json value_json(const ValueError& v) {
-  json jv = {{"name", v.name}, {"dtype", v.dtype}, {"shape", v.shape}, {"compared", v.compared}};
-  if (v.compared) {
-    jv["local"] = metrics(v.local);
-    jv["propagated"] = metrics(v.propagated);
-    if (v.has_compiled_local) jv["compiled_local"] = metrics(v.compiled_local);
-  }
-  return jv;
+/// The hints' kinds or findings, from the experiments' table (hint_registry.cpp).
+Type hint_names(bool findings) {
+  std::vector<const char*> names;
+  for (const HintExperiment& e : hint_experiments())
+    if (findings) names.insert(names.end(), e.findings.begin(), e.findings.end());
+    else names.push_back(e.kind);
+  return distinct_names(names);
 }
 
-/// Every node in graph order, with its values.
-json nodes_json(const DiffResult& r) {
-  json nodes = json::array();
-  for (const NodeError& n : r.nodes) {
-    json values = json::array();
-    for (const ValueError& v : n.values) values.push_back(value_json(v));
-    nodes.push_back({{"name", n.name}, {"op", n.target}, {"source", n.source}, {"module_path", n.module_path},
-                     {"local_ulp", number(n.local_ulp)},
-                     {"compiled_local_ulp", n.compiled_local_ulp < 0 ? json(nullptr) : number(n.compiled_local_ulp)},
-                     {"local_relative", number(n.local_relative)},
-                     {"compiled_local_relative", n.compiled_local_relative < 0 ? json(nullptr) : number(n.compiled_local_relative)},
-                     {"compiled_vs_eager", n.compiled_local_relative < 0 ? json(nullptr) : number(n.compiled_vs_eager)},
-                     {"values", values}});
-    if (!n.backward_of.empty()) nodes.back()["backward_of"] = n.backward_of;  // a training step's backward node
-  }
-  return nodes;
+/// A verdict's level, its ratio to eager and its blind spot (null when the rule sees a 1% error), for any T holding a
+/// Verdict.
+template <class T>
+std::vector<jf::Field<T>> level_fields(const Verdict& (*verdict)(const T&)) {
+  using F = Fields<T>;
+  return {F::computed("level", [verdict](const T& v) { return std::string(level_name(verdict(v).level)); }, level_type(),
+                      "fail: the rule fails; suspicious: the rule passes but compiled is at least tolerance.suspicious_ratio "
+                      "times farther from fp64 than eager (error_ratio); pass (docs/verdicts.md)"),
+          F::computed("error_ratio", [verdict](const T& v) { return verdict(v).error_ratio; },
+                      "RMSE(compiled, fp64) / max(RMSE(eager, fp64), eager's unit roundoff x RMS(fp64)); 0 where not measured"),
+          F::computed(
+              "blind_spot",
+              [verdict](const T& v) {
+                return verdict(v).blind_spot.empty() ? std::optional<std::string>() : verdict(v).blind_spot;
+              },
+              jf::one_of({"atol_dominates", "rmse_slack_dominates"}).or_null(),
+              "why the rule cannot see a 1% error in this value (a vacuous verdict); null: it can. atol_dominates: max "
+              "|fp64| <= tol/(0.01 - tol); rmse_slack_dominates: 1% of RMS(fp64) <= tol/10"),
+          F::computed("blind_detail", [verdict](const T& v) { return verdict(v).blind_detail; },
+                      "the numbers behind blind_spot; empty when null")};
 }
 
-json outputs_json(const DiffResult& r) {
-  json outputs = json::array();
-  for (const OutputVerdict& o : r.outputs) {
-    json jo = {{"name", o.name}, {"role", o.role}, {"pass", o.verdict.pass}, {"reason", o.verdict.reason},
-               {"detail", o.verdict.detail}, {"compiled_to_fp64", metrics(o.compiled_to_fp64)},
-               {"eager_to_fp64", metrics(o.eager_to_fp64)}};
-    level_json(o.verdict, jo);
-    if (o.written_input) jo["value"] = o.value;  // a written graph input: "x" of "input 'x' after the graph"
-    outputs.push_back(std::move(jo));
-  }
-  return outputs;
+/// A verdict's reason and detail, for any T holding a Verdict.
+template <class T>
+std::vector<jf::Field<T>> reason_fields(const Verdict& (*verdict)(const T&), Type reason = Type{{{"type", "string"}}}) {
+  using F = Fields<T>;
+  return {F::computed("reason", [verdict](const T& v) { return verdict(v).reason; }, std::move(reason)),
+          F::computed("detail", [verdict](const T& v) { return verdict(v).detail; })};
 }
 
-json shapes_json(const ShapeCompile& s) {
-  auto dims = [](const std::vector<DynamicDim>& list) {
-    json out = json::array();
-    for (const DynamicDim& d : list)
-      out.push_back({{"input", d.input}, {"dim", d.dim >= 0 ? json(d.dim) : json(nullptr)}, {"symbol", d.symbol},
-                     {"min", d.min ? json(*d.min) : json(nullptr)}, {"max", d.max ? json(*d.max) : json(nullptr)}});
-    return out;
-  };
-  return {{"mode", s.mode}, {"why_static", s.why_static}, {"dims", dims(s.dims)}, {"symbols", dims(s.symbols)},
-          {"guards", s.guards}, {"note", s.note}, {"recompiles", s.recompiles}};
-}
-
-json compiles_json(const DiffResult& r) {
-  json compiles = json::array();
-  for (const CompileRecord& c : r.compiles)
-    compiles.push_back({{"what", c.what}, {"nodes", c.nodes}, {"ok", c.ok}, {"failure", failure_kind_name(c.failure)}, {"message", c.message},
-                        {"compile_seconds", c.compile_seconds}, {"run_seconds", c.run_seconds},
-                        {"worker_start_seconds", c.worker_start_seconds},
-                        {"shapes", c.shapes ? shapes_json(*c.shapes) : json(nullptr)}});
-  return compiles;
-}
-
-json probes_json(const Localization& l) {
-  json probes = json::array();
-  for (const Probe& p : l.probes) {
-    json jp = {{"phase", phase_name(p.phase)}, {"region", p.region}, {"begin", p.begin}, {"end", p.end}, {"fails", p.fails},
-               {"value", p.value}, {"reason", p.verdict.reason}, {"detail", p.verdict.detail}, {"failure", failure_kind_name(p.failure)},
-               {"compiled", p.compiled}, {"seconds", p.seconds}};
-    level_json(p.verdict, jp);
-    probes.push_back(std::move(jp));
-  }
-  return probes;
-}
-
-json culprit_json(const Culprit& c) {
-  json j = {{"kind", culprit_kind_name(c.kind)}, {"conclusion", culprit_conclusion_name(c.conclusion)}, {"summary", c.summary}, {"nodes", c.nodes}, {"ops", c.ops},
-          {"sources", c.sources}, {"module_paths", c.module_paths}, {"value", c.value},
-          {"reason", c.verdict.reason}, {"detail", c.verdict.detail},
-          {"compiled_to_fp64", metrics(c.compiled_to_fp64)}, {"eager_to_fp64", metrics(c.eager_to_fp64)}};
-  level_json(c.verdict, j);
-  return j;
-}
-
-/// The hints with all their notes and their evidence as an object.
-json hints_json(const std::vector<Hint>& all) {
-  json hints = json::array();
-  for (const Hint& h : all) {
-    json evidence = json::object();
-    for (const auto& [name, value] : h.evidence) evidence[name] = number(value);
-    hints.push_back({{"kind", h.kind}, {"finding", h.finding}, {"summary", h.summary}, {"suggestion", h.suggestion},
-                     {"evidence", evidence}, {"notes", h.notes}});
-  }
-  return hints;
-}
-
-/// The repro written (or why not); null where none was asked for.
-json repro_json(const Localization& l) {
-  if (!l.repro) return nullptr;
-  return {{"ok", l.repro->ok}, {"archive", l.repro->archive}, {"inputs", l.repro->inputs}, {"command", l.repro->command},
-          {"message", l.repro->message}, {"test", l.repro->test}, {"test_message", l.repro->test_message},
-          {"artifacts", [&] {
-             json files = json::array();
-             for (const ReproArtifact& a : l.repro->artifacts) files.push_back({{"what", a.what}, {"path", a.path}});
-             return files;
-           }()},
-          {"artifacts_message", l.repro->artifacts_message}};
-}
-
-/// The smallest eager set; null unless it was asked for.
-json workaround_json(const DiffResult& r) {
-  if (!r.workaround) return nullptr;
-  const Workaround& w = *r.workaround;
-  json nodes = json::array(), levers = json::array();
-  for (const EagerNode& n : w.nodes)
-    nodes.push_back({{"node", n.node}, {"op", n.op}, {"source", n.source}, {"module_path", n.module_path}, {"module_type", n.module_type}});
-  for (const EagerLever& l : w.levers)
-    levers.push_back({{"kind", l.kind == EagerLever::Kind::Module ? "module" : "source_line"}, {"module_path", l.module_path},
-                      {"module_type", l.module_type}, {"source", l.source}, {"nodes", l.nodes}});
-  return {{"conclusion", workaround_conclusion_name(w.conclusion)}, {"summary", w.summary}, {"candidates", w.candidates},
-          {"nodes", nodes}, {"minimal", w.minimal}, {"compiles", w.compiles}, {"seconds", w.seconds}, {"levers", levers},
-          {"lines", w.lines}, {"verified", w.verified}, {"verified_nodes", w.verified_nodes}, {"worst_output", w.worst_output},
-          {"verification", w.verification}};
-}
-
-/// The localization; null where there was none.
-json localization_json(const DiffResult& r) {
-  if (!r.localization) return nullptr;
-  const Localization& l = *r.localization;
-  json localization = {{"found_by", l.found_by}, {"failing_outputs", l.failing_outputs}, {"cone_size", l.cone_size}, {"budget", l.budget},
-                       {"compiles", l.compiles}, {"seconds", l.seconds}, {"exploded_suspects", l.exploded_suspects},
-                       {"exploded_agrees", l.exploded_agrees}, {"culprit", culprit_json(l.culprit)}, {"probes", probes_json(l)}};
-  localization["hints"] = hints_json(l.hints);
-  localization["repro"] = repro_json(l);
-  return localization;
-}
-
-/// The node verdict (results.h: NodeVerdict): every finding with the two local errors and their ratio.
-json node_verdict_json(const DiffResult& r) {
-  const NodeVerdict& nv = r.node_verdict;
-  json findings = json::array();
-  for (const NodeFinding& f : nv.findings) {
-    json also = json::array();
-    for (size_t i = 0; i < f.also.size(); ++i) also.push_back({{"node", f.also[i]}, {"ratio", number(f.also_ratios[i])}});
-    findings.push_back({{"node", f.node}, {"op", f.op}, {"source", f.source}, {"module_path", f.module_path}, {"value", f.value},
-                        {"dtype", f.dtype}, {"shape", f.shape}, {"level", level_name(f.level)}, {"ratio", number(f.ratio)},
-                        {"roundoffs", number(f.roundoffs)}, {"eager_local", metrics(f.eager_local)},
-                        {"compiled_local", metrics(f.compiled_local)}, {"also", std::move(also)}, {"kernels", f.kernels}});
-  }
-  json confirmation = nullptr;
-  if (nv.confirmation) {
-    const NodeConfirmation& c = *nv.confirmation;
-    confirmation = {{"conclusion", c.conclusion}, {"eager", c.eager}, {"output", c.output}, {"before", number(c.before)},
-                    {"after", number(c.after)}, {"bound", kNodeConfirmBound}, {"compiles", c.compiles}, {"seconds", c.seconds},
-                    {"summary", c.summary}};
-  }
-  return {{"available", nv.available}, {"unavailable", nv.unavailable}, {"level", level_name(nv.level)}, {"judged", nv.judged},
-          {"worst_ratio", number(nv.worst_ratio)}, {"worst_node", nv.worst_node}, {"node_ratio", r.rule.node_ratio},
-          {"node_fail_ratio", r.rule.node_fail_ratio}, {"findings", std::move(findings)}, {"confirmation", std::move(confirmation)}};
-}
-
-/// The kernel table (kernels.h): every kernel call of the whole graph's compiled code and its buffers.
-json kernels_json(const KernelTable& t) {
-  json kernels = json::array();
-  for (const KernelCall& k : t.kernels) {
-    json buffers = json::array();
-    for (const KernelBuffer& b : k.buffers) {
-      json jb = {{"buffer", b.buffer}, {"node", b.node}, {"part_of", b.part_of}, {"dtype", b.dtype}, {"shape", b.shape},
-                 {"judged", b.judged}, {"nonfinite", b.nonfinite}};
-      if (b.judged) {
-        jb["value"] = b.value;
-        jb["reshaped"] = b.reshaped;
-        jb["pass"] = b.pass;
-        jb["reason"] = b.verdict.reason;
-        jb["detail"] = b.verdict.detail;
-        jb["metrics"] = metrics(b.metrics);
-      } else {
-        jb["why_not"] = b.why_not;
-      }
-      buffers.push_back(std::move(jb));
-    }
-    kernels.push_back({{"name", k.name}, {"nodes", k.nodes}, {"fails", k.fails}, {"buffers", std::move(buffers)},
-                       {"has_code", !k.code.empty()}});
-  }
-  json inside = nullptr;
-  if (t.inside) {
-    const KernelCulprit& c = *t.inside;  // searched inside the first failing kernel (localize_kernel.cpp)
-    const std::string code = t.first_failing >= 0 ? t.kernels[static_cast<size_t>(t.first_failing)].code : std::string();
-    inside = {{"kind", c.kind}, {"kernel", c.kernel}, {"nodes", c.nodes}, {"op", c.op}, {"target", c.target},
-              {"source", c.source}, {"module_path", c.module_path}, {"fused_with", c.fused_with}, {"summary", c.summary},
-              {"compiles", c.compiles}, {"bound", c.bound}, {"seconds", c.seconds}, {"code_file", c.code_file}, {"code", code}};
-  }
-  auto index = [](int64_t i) -> json { return i < 0 ? json(nullptr) : json(i); };
-  return {{"asked", t.asked},
-          {"available", t.available},
-          {"unavailable", t.unavailable},
-          {"observed", t.observed},
-          {"judged", t.judged},
-          {"observed_bytes", t.observed_bytes},
-          {"first_failing", index(t.first_failing)},
-          {"first_failing_node", t.first_failing_node},
-          {"first_nonfinite", index(t.first_nonfinite)},
-          {"nonfinite_origin", t.nonfinite_origin ? json{{"kind", t.nonfinite_origin->kind}, {"kernel", t.nonfinite_origin->kernel},
-                                                          {"node", t.nonfinite_origin->node}, {"detail", t.nonfinite_origin->detail}}
-                                                    : json(nullptr)},
-          {"inside", std::move(inside)},
-          {"kernels", std::move(kernels)}};
-}
-
-json tolerance_json(const ToleranceRule& rule) {
-  return {{"rule", rule_name(rule)}, {"tol", rule.tol}, {"fp32_multiplier", rule.fp32_multiplier},
-          {"low_precision_multiplier", rule.low_precision_multiplier}, {"small_tensor_multipliers", rule.small_tensor_multipliers},
-          {"suspicious_ratio", rule.suspicious_ratio}, {"node_ratio", rule.node_ratio}, {"node_fail_ratio", rule.node_fail_ratio}};
-}
-
-json stages_json(const DiffResult& r) {
-  json stages = json::array();
-  for (const StageRecord& st : r.stages)
-    stages.push_back({{"name", st.name}, {"seconds", st.seconds}, {"peak_gpu_bytes", st.peak_gpu_bytes}, {"host_bytes", st.host_bytes}});
-  return stages;
+/// A failure kind's name, "" for none.
+template <class T>
+jf::Field<T> failure_field(std::optional<FailureKind> T::*member, Type type) {
+  return Fields<T>::computed("failure", [member](const T& v) { return std::string(failure_kind_name(v.*member)); },
+                             std::move(type));
 }
 }  // namespace
 
-std::string shapes_to_json(const ShapeCompile& shapes) { return shapes_json(shapes).dump(); }
+namespace json_fields {
+template <>
+struct Described<Metrics> {
+  static const Object<Metrics>& object() {
+    using F = Fields<Metrics>;
+    static const Object<Metrics> o(
+        "metrics",
+        {F::of("exact_kind", &Metrics::exact_kind, "integer/bool value: only mismatches count"),
+         F::of("numel", &Metrics::numel).at_least(0), F::of("max_abs", &Metrics::max_abs),
+         F::of("max_rel", &Metrics::max_rel, "max |x - ref| / |ref| over ref != 0"), F::of("rmse", &Metrics::rmse),
+         F::of("max_ulp", &Metrics::max_ulp, "in ULPs of the node's working precision"), F::of("cosine", &Metrics::cosine),
+         F::of("nan", &Metrics::nan).at_least(0), F::of("inf", &Metrics::inf).at_least(0),
+         F::of("mismatches", &Metrics::mismatches).at_least(0), F::of("worst_index", &Metrics::worst_index),
+         F::of("worst_value", &Metrics::worst_value), F::of("worst_reference", &Metrics::worst_reference),
+         F::of("ref_rms", &Metrics::ref_rms, "sqrt(mean(ref^2)) over elements where both are finite: the value's scale"),
+         F::of("ref_max_abs", &Metrics::ref_max_abs, "max |ref| over finite elements"),
+         F::computed("relative_rmse",
+                     [](const Metrics& m) { return m.exact_kind ? std::optional<double>() : relative_rmse(m); },
+                     "rmse / ref_rms: the error at the value's scale (null for exact kinds)"),
+         F::of("unit_roundoff", &Metrics::unit_roundoff, finite_type(),
+               "2^-(mantissa bits + 1) of the dtype ULPs are measured in (0 for exact kinds)")});
+    return o;
+  }
+};
 
-std::string hints_to_json(const std::vector<Hint>& hints) { return hints_json(hints).dump(2) + "\n"; }
+template <>
+struct Described<DynamicDim> {
+  static const Object<DynamicDim>& object() {
+    using F = Fields<DynamicDim>;
+    static const Object<DynamicDim> o(
+        "dynamic_dim",
+        {F::of("input", &DynamicDim::input,
+               "the graph input ('x'), or in symbols the compile's name of the dim ('x.size(0)')"),
+         F::computed("dim", [](const DynamicDim& d) { return d.dim >= 0 ? std::optional<int64_t>(d.dim) : std::nullopt; },
+                     "the dim of input; null for an int input holding a size, and in symbols"),
+         F::of("symbol", &DynamicDim::symbol, "the archive's symbol ('s77', '2*s77') or the compile's"),
+         F::of("min", &DynamicDim::min),
+         F::of("max", &DynamicDim::max, "null: unbounded, or a derived dim bounded by its symbols")});
+    return o;
+  }
+};
 
-std::string to_json(const DiffResult& r) {
-  bool graph_failed = false;
-  for (const CompileRecord& c : r.compiles) graph_failed = graph_failed || (c.what == "graph" && !c.ok);
-  json ranking = json::array();
-  for (size_t i : r.ranking) ranking.push_back(r.nodes[i].name);
-  json j = {{"schema_version", 1},
-            {"graph", r.graph},
-            {"inputs", r.inputs},
-            {"compiled", r.compiled},
-            {"devices", {{"native", r.devices.native}, {"reference", r.devices.reference}, {"why", r.devices.why},
-                         {"peak_gpu_bytes", r.devices.peak_gpu_bytes}, {"start_host_bytes", r.devices.start_host_bytes},
-                         {"peak_host_bytes", r.devices.peak_host_bytes}}},
-            {"tolerance", tolerance_json(r.rule)},
-            {"verdict", graph_failed ? "compiler_failed" : r.diverged ? "diverged" : "agree"},
-            {"level", level_name(result_level(r))},
-            {"suspicious", r.suspicious},
-            {"fail_on_suspicious", r.fail_on_suspicious},
-            {"fails", counts_as_failing(r)},
-            {"node_verdict", node_verdict_json(r)},
-            {"compiled_failed", r.compiled_failed},
-            {"compiles", compiles_json(r)},
-            {"stages", stages_json(r)},
-            {"kernels", kernels_json(r.kernels)},
-            {"localization", localization_json(r)},
-            {"workaround", workaround_json(r)},
-            {"outputs", outputs_json(r)},
-            {"ranking", ranking},
-            {"nodes", nodes_json(r)},
-            {"fp64_fixups", r.fixups},
-            {"autocast", autocast_json(r.autocast)},
-            {"not_comparable", r.not_comparable},
-            {"random_nodes", r.random_nodes},
-            {"warnings", r.warnings},
-            {"seconds", r.seconds}};
-  if (!r.eager_nonfinite.empty()) j["eager_nonfinite"] = r.eager_nonfinite;  // a training step's own NaN/Inf
-  return j.dump(2) + "\n";
+template <>
+struct Described<ShapeCompile> {
+  static const Object<ShapeCompile>& object() {
+    using F = Fields<ShapeCompile>;
+    static const Object<ShapeCompile> o(
+        "shape_compile",
+        {F::of("mode", &ShapeCompile::mode, one_of({"dynamic", "static"})), F::of("why_static", &ShapeCompile::why_static),
+         F::of("dims", &ShapeCompile::dims, "the region inputs' dims the archive exported dynamic"),
+         F::of("symbols", &ShapeCompile::symbols, "the compile's symbols and the range it assumed"),
+         F::of("guards", &ShapeCompile::guards, "the guards the compile made, in the inputs' terms"),
+         F::of("note", &ShapeCompile::note,
+               "what a dynamic compile could not keep of the exported range (sizes past what it kept recompile); empty "
+               "otherwise"),
+         F::of("recompiles", &ShapeCompile::recompiles, "compiles past the first its runs caused").at_least(0)});
+    return o;
+  }
+};
+
+template <>
+struct Described<ValueError> {
+  static const Object<ValueError>& object() {
+    using F = Fields<ValueError>;
+    auto compared = [](const ValueError& v) { return v.compared; };
+    static const Object<ValueError> o(
+        "", {F::of("name", &ValueError::name), F::of("dtype", &ValueError::dtype), F::of("shape", &ValueError::shape),
+             F::of("compared", &ValueError::compared),
+             F::of("local", &ValueError::local).only_when(compared),
+             F::of("propagated", &ValueError::propagated).only_when(compared),
+             F::of("compiled_local", &ValueError::compiled_local).only_when([](const ValueError& v) {
+               return v.compared && v.has_compiled_local;
+             })});
+    return o;
+  }
+};
+
+template <>
+struct Described<NodeError> {
+  static const Object<NodeError>& object() {
+    using F = Fields<NodeError>;
+    auto unless_negative = [](double NodeError::*member) {
+      return [member](const NodeError& n) { return n.*member < 0 ? std::optional<double>() : n.*member; };
+    };
+    static const Object<NodeError> o(
+        "",
+        {F::of("name", &NodeError::name), F::of("op", &NodeError::target, "aten.mm.default"),
+         F::of("source", &NodeError::source,
+               "the user's line: file.py:39 in forward: <code>; a backward node's: gradient of NODE at file.py:39 in "
+               "forward: <code>"),
+         F::of("module_path", &NodeError::module_path),
+         F::of("backward_of", &NodeError::backward_of,
+               "in a training step's graph (docs/training.md), a backward node only: the forward node it is the gradient of")
+             .only_when([](const NodeError& n) { return !n.backward_of.empty(); }),
+         F::of("local_ulp", &NodeError::local_ulp),
+         F::computed("compiled_local_ulp", unless_negative(&NodeError::compiled_local_ulp), "null: no exploded compile"),
+         F::of("values", &NodeError::values),
+         F::of("local_relative", &NodeError::local_relative, "the node's worst eager local relative_rmse over its values"),
+         F::computed("compiled_local_relative", unless_negative(&NodeError::compiled_local_relative),
+                     "the same for the compiled local error; null: no exploded compile"),
+         F::computed("compiled_vs_eager",
+                     [](const NodeError& n) {
+                       return n.compiled_local_relative < 0 ? std::optional<double>() : n.compiled_vs_eager;
+                     },
+                     "the largest error_ratio of the compiled local to the eager local error over its values (what the "
+                     "ranking sorts by); null: no exploded compile")});
+    return o;
+  }
+};
+
+template <>
+struct Described<OutputVerdict> {
+  static const Object<OutputVerdict>& object() {
+    using F = Fields<OutputVerdict>;
+    const Verdict& (*verdict)(const OutputVerdict&) = [](const OutputVerdict& o) -> const Verdict& { return o.verdict; };
+    static const Object<OutputVerdict> o(
+        "", join(join({F::of("name", &OutputVerdict::name), F::of("role", &OutputVerdict::role),
+                       F::of("value", &OutputVerdict::value,
+                             "present for a graph input the graph writes in place (name \"input 'x' after the graph\", "
+                             "role user_input_mutation, buffer_mutation or parameter_mutation of it): the graph value "
+                             "judged, \"x\"")
+                           .only_when([](const OutputVerdict& v) { return v.written_input; }),
+                       F::computed("pass", [](const OutputVerdict& v) { return v.verdict.pass; })},
+                      reason_fields(verdict, reason_type())),
+                 join({F::of("compiled_to_fp64", &OutputVerdict::compiled_to_fp64),
+                       F::of("eager_to_fp64", &OutputVerdict::eager_to_fp64)},
+                      level_fields(verdict))));
+    return o;
+  }
+};
+
+template <>
+struct Described<CompileRecord> {
+  static const Object<CompileRecord>& object() {
+    using F = Fields<CompileRecord>;
+    static const Object<CompileRecord> o(
+        "", {F::of("what", &CompileRecord::what, one_of({"graph", "exploded", "instrumented"})),
+             F::of("nodes", &CompileRecord::nodes), F::of("ok", &CompileRecord::ok),
+             failure_field(&CompileRecord::failure,
+                           one_of({"", "compile_failed", "run_failed", "worker_died", "timed_out", "unusable", "out_of_memory"})),
+             F::of("message", &CompileRecord::message), F::of("compile_seconds", &CompileRecord::compile_seconds, finite_type()),
+             F::of("run_seconds", &CompileRecord::run_seconds, finite_type()),
+             F::of("worker_start_seconds", &CompileRecord::worker_start_seconds, finite_type()).at_least(0),
+             F::of("shapes", &CompileRecord::shapes,
+                   "how the compile treated the graph's dynamic dims (docs/dynamic-shapes.md); null for a backend that does "
+                   "not say")});
+    return o;
+  }
+};
+
+template <>
+struct Described<KernelBuffer> {
+  static const Object<KernelBuffer>& object() {
+    using F = Fields<KernelBuffer>;
+    auto judged = [](const KernelBuffer& b) { return b.judged; };
+    const Verdict& (*verdict)(const KernelBuffer&) = [](const KernelBuffer& b) -> const Verdict& { return b.verdict; };
+    std::vector<jf::Field<KernelBuffer>> fields = {
+        F::of("buffer", &KernelBuffer::buffer),
+        F::of("node", &KernelBuffer::node, "the exported node whose value it is; empty for an internal step"),
+        F::of("part_of", &KernelBuffer::part_of), F::of("dtype", &KernelBuffer::dtype), F::of("shape", &KernelBuffer::shape),
+        F::of("judged", &KernelBuffer::judged), F::of("nonfinite", &KernelBuffer::nonfinite).at_least(0),
+        F::of("why_not", &KernelBuffer::why_not).only_when([](const KernelBuffer& b) { return !b.judged; }),
+        F::of("value", &KernelBuffer::value).only_when(judged), F::of("reshaped", &KernelBuffer::reshaped).only_when(judged),
+        F::of("pass", &KernelBuffer::pass).only_when(judged)};
+    for (jf::Field<KernelBuffer>& f : reason_fields(verdict)) fields.push_back(std::move(f).only_when(judged));
+    fields.push_back(F::of("metrics", &KernelBuffer::metrics).only_when(judged));
+    static const Object<KernelBuffer> o("", std::move(fields));
+    return o;
+  }
+};
+
+template <>
+struct Described<KernelCall> {
+  static const Object<KernelCall>& object() {
+    using F = Fields<KernelCall>;
+    static const Object<KernelCall> o(
+        "", {F::of("name", &KernelCall::name, "cpp_fused_relu_0, extern_kernels.addmm, triton_poi_fused_add_0, ..."),
+             F::of("nodes", &KernelCall::nodes, "exported nodes fused into the call, graph order"),
+             F::of("fails", &KernelCall::fails), F::of("buffers", &KernelCall::buffers),
+             F::computed("has_code", [](const KernelCall& k) { return !k.code.empty(); },
+                         "the worker gave the kernel's generated source (none for extern kernels and ATen fallbacks)")});
+    return o;
+  }
+};
+
+template <>
+struct Described<NonfiniteOrigin> {
+  static const Object<NonfiniteOrigin>& object() {
+    using F = Fields<NonfiniteOrigin>;
+    static const Object<NonfiniteOrigin> o(
+        "", {F::of("kind", &NonfiniteOrigin::kind, one_of({"input", "model", "compiler", "compiled_code"})),
+             F::of("kernel", &NonfiniteOrigin::kernel), F::of("node", &NonfiniteOrigin::node),
+             F::of("detail", &NonfiniteOrigin::detail)});
+    return o;
+  }
+};
+
+/// The search inside the first failing kernel, with that kernel's code (a pair: the code lives on the kernel call).
+struct KernelInside {
+  const KernelCulprit& culprit;
+  std::string code;
+};
+
+template <>
+struct Described<KernelInside> {
+  static const Object<KernelInside>& object() {
+    using F = Fields<KernelInside>;
+    auto of = [](const char* name, auto KernelCulprit::*member, std::string description = {}) {
+      using M = std::decay_t<decltype(std::declval<KernelCulprit>().*member)>;
+      return F::computed(name, [member](const KernelInside& k) -> M { return k.culprit.*member; }, std::move(description));
+    };
+    static const Object<KernelInside> o(
+        "", {of("kind", &KernelCulprit::kind,
+                "single_op: op fails compiled alone; fused: op fails only compiled after fused_with; inconclusive: the "
+                "kernel's nodes from exact inputs pass")
+                 .typed(one_of({"single_op", "fused", "inconclusive"})),
+             of("kernel", &KernelCulprit::kernel),
+             of("nodes", &KernelCulprit::nodes, "the kernel's nodes searched, graph order, ending at the failing one"),
+             of("op", &KernelCulprit::op, "the first node whose value fails; empty when inconclusive"),
+             of("target", &KernelCulprit::target), of("source", &KernelCulprit::source),
+             of("module_path", &KernelCulprit::module_path), of("fused_with", &KernelCulprit::fused_with),
+             of("summary", &KernelCulprit::summary), of("compiles", &KernelCulprit::compiles),
+             of("bound", &KernelCulprit::bound).at_least(1),
+             of("seconds", &KernelCulprit::seconds, "the search's wall time").typed(finite_type()).at_least(0),
+             of("code_file", &KernelCulprit::code_file,
+                "the kernel's generated code saved beside the repro (--repro DIR); empty otherwise"),
+             F::of("code", &KernelInside::code, "the kernel's generated source (C++ or Triton); empty for an extern kernel")});
+    return o;
+  }
+};
+
+template <>
+struct Described<KernelTable> {
+  static const Object<KernelTable>& object() {
+    using F = Fields<KernelTable>;
+    auto index = [](int64_t KernelTable::*member) {
+      return [member](const KernelTable& t) { return t.*member < 0 ? std::optional<int64_t>() : t.*member; };
+    };
+    static const Object<KernelTable> o(
+        "",
+        {F::of("asked", &KernelTable::asked, "the run asked for it (off with --no-kernel-map; no whole-graph compile ran)"),
+         F::of("available", &KernelTable::available),
+         F::of("unavailable", &KernelTable::unavailable, "why there is no table, one line; empty when available"),
+         F::of("observed", &KernelTable::observed), F::of("judged", &KernelTable::judged),
+         F::of("observed_bytes", &KernelTable::observed_bytes).at_least(0),
+         F::computed("first_failing", index(&KernelTable::first_failing),
+                     "index into kernels of the first suspect: the kernel that wrote the failing buffer earliest in graph order")
+             .at_least(0),
+         F::of("first_failing_node", &KernelTable::first_failing_node),
+         F::computed("first_nonfinite", index(&KernelTable::first_nonfinite),
+                     "index into kernels of the first kernel call (call order) that wrote a NaN or Inf")
+             .at_least(0),
+         F::of("nonfinite_origin", &KernelTable::nonfinite_origin,
+               "where the compiled code's first NaN/Inf comes from: input (a graph input holds it), model (eager makes it "
+               "too), compiler (the node compiled alone on finite inputs makes it), compiled_code (only the fused kernel "
+               "makes it)"),
+         F::computed("inside",
+                     [](const KernelTable& t) -> std::optional<json> {
+                       if (!t.inside) return std::nullopt;
+                       // searched inside the first failing kernel (localize_kernel.cpp)
+                       const std::string code =
+                           t.first_failing >= 0 ? t.kernels[static_cast<size_t>(t.first_failing)].code : std::string();
+                       return write_value(KernelInside{*t.inside, code});
+                     },
+                     Described<KernelInside>::object().type().or_null(),
+                     "the op inside the first failing kernel: its nodes up to the failing one compiled as regions from "
+                     "fp64-exact inputs, bisected in at most 1 + ceil(log2 |nodes|) compiles; null when not searched (no "
+                     "failing kernel, no localization, a backend without regions)"),
+         F::of("kernels", &KernelTable::kernels, "kernel calls in the order the compiled code made them")},
+        "the kernel table: every buffer the whole graph's compiled code wrote, observed in the verdict's own compile and "
+        "run, judged against the eager and fp64 values of the exported node it computes (docs/kernel-map.md)");
+    return o;
+  }
+};
+
+template <>
+struct Described<Probe> {
+  static const Object<Probe>& object() {
+    using F = Fields<Probe>;
+    const Verdict& (*verdict)(const Probe&) = [](const Probe& p) -> const Verdict& { return p.verdict; };
+    static const Object<Probe> o(
+        "", join(join({F::computed("phase", [](const Probe& p) { return std::string(phase_name(p.phase)); },
+                                   names_of(phase_name, {Phase::FirstFailingEnd, Phase::LatestStart, Phase::Recheck})),
+                       F::of("region", &Probe::region), F::computed("begin", [](const Probe& p) { return p.begin; }),
+                       F::computed("end", [](const Probe& p) { return p.end; }), F::of("fails", &Probe::fails),
+                       F::of("value", &Probe::value)},
+                      reason_fields(verdict)),
+                 join({failure_field(&Probe::failure, string_type()), F::of("compiled", &Probe::compiled),
+                       F::of("seconds", &Probe::seconds, finite_type())},
+                      level_fields(verdict))));
+    return o;
+  }
+};
+
+template <>
+struct Described<Culprit> {
+  static const Object<Culprit>& object() {
+    using F = Fields<Culprit>;
+    using C = Culprit::Conclusion;
+    const Verdict& (*verdict)(const Culprit&) = [](const Culprit& c) -> const Verdict& { return c.verdict; };
+    static const Object<Culprit> o(
+        "",
+        join(join({F::computed("kind", [](const Culprit& c) { return std::string(culprit_kind_name(c.kind)); },
+                               names_of(culprit_kind_name, {Culprit::Kind::SingleOp, Culprit::Kind::Window,
+                                                            Culprit::Kind::Flaky, Culprit::Kind::Inconclusive})),
+                   F::computed("conclusion",
+                               [](const Culprit& c) { return std::string(culprit_conclusion_name(c.conclusion)); },
+                               names_upto(culprit_conclusion_name, C::RandomStream),
+                               "how the search ended, a stable code: named (a single_op or window culprit), or why none "
+                               "was named"),
+                   F::of("summary", &Culprit::summary), F::of("nodes", &Culprit::nodes), F::of("ops", &Culprit::ops),
+                   F::of("sources", &Culprit::sources), F::of("module_paths", &Culprit::module_paths),
+                   F::of("value", &Culprit::value)},
+                  reason_fields(verdict)),
+             join({F::of("compiled_to_fp64", &Culprit::compiled_to_fp64), F::of("eager_to_fp64", &Culprit::eager_to_fp64)},
+                  level_fields(verdict))));
+    return o;
+  }
+};
+
+template <>
+struct Described<ReproArtifact> {
+  static const Object<ReproArtifact>& object() {
+    using F = Fields<ReproArtifact>;
+    static const Object<ReproArtifact> o(
+        "", {F::of("what", &ReproArtifact::what,
+                   one_of({"post_grad_graph", "output_code", "ir_post_fusion", "aot_graph", "runnable"})),
+             F::of("path", &ReproArtifact::path)});
+    return o;
+  }
+};
+
+template <>
+struct Described<Repro> {
+  static const Object<Repro>& object() {
+    using F = Fields<Repro>;
+    static const Object<Repro> o(
+        "", {F::of("ok", &Repro::ok), F::of("archive", &Repro::archive), F::of("inputs", &Repro::inputs),
+             F::of("command", &Repro::command, "one line that reproduces the verdict"), F::of("message", &Repro::message),
+             F::of("test", &Repro::test,
+                   "DIR/test_repro.py: the window as a PyTorch unit test (plain PyTorch, no pt2diff), failing while the bug "
+                   "is there (docs/upstream.md); empty when not written"),
+             F::of("test_message", &Repro::test_message, "why test_repro.py was not written; empty when it was"),
+             F::of("artifacts", &Repro::artifacts,
+                   "DIR/inductor/: the compiler's own files for the window, from one compile with Inductor's debug trace "
+                   "(docs/upstream.md)"),
+             F::of("artifacts_message", &Repro::artifacts_message,
+                   "why no artifacts were written (the compiled side is not Inductor, the traced compile failed); empty "
+                   "when they were")});
+    return o;
+  }
+};
+
+template <>
+struct Described<Hint> {
+  static const Object<Hint>& object() {
+    using F = Fields<Hint>;
+    static const Object<Hint> o(
+        "", {F::of("kind", &Hint::kind, hint_names(false)), F::of("finding", &Hint::finding, hint_names(true)),
+             F::of("summary", &Hint::summary), F::of("suggestion", &Hint::suggestion),
+             F::computed("evidence",
+                         [](const Hint& h) {
+                           json evidence = json::object();
+                           for (const auto& [name, value] : h.evidence) evidence[name] = number(value);
+                           return evidence;
+                         },
+                         Type{{{"type", "object"}, {"additionalProperties", number_type().schema}}},
+                         "the numbers behind the summary, by name"),
+             F::of("notes", &Hint::notes,
+                   "per-op facts behind the numbers: each op's dtype promotion, each reduction's length, each lever's "
+                   "verdict")});
+    return o;
+  }
+};
+
+template <>
+struct Described<Localization> {
+  static const Object<Localization>& object() {
+    using F = Fields<Localization>;
+    static const Object<Localization> o(
+        "", {F::of("found_by", &Localization::found_by, one_of({"bisection", "node_evidence"}),
+                   "bisection: the search from failing outputs; node_evidence: the outputs pass and the node verdict's "
+                   "first finding is the culprit, with no search compile"),
+             F::of("failing_outputs", &Localization::failing_outputs), F::of("cone_size", &Localization::cone_size),
+             F::of("budget", &Localization::budget, "2*ceil(log2 cone_size)+4"), F::of("compiles", &Localization::compiles),
+             F::of("seconds", &Localization::seconds, finite_type()),
+             F::of("exploded_suspects", &Localization::exploded_suspects),
+             F::of("exploded_agrees", &Localization::exploded_agrees), F::of("culprit", &Localization::culprit),
+             F::of("probes", &Localization::probes), F::of("repro", &Localization::repro),
+             F::of("hints", &Localization::hints, "why the culprit diverges: each from an experiment (docs/usage.md, 'Hints')")});
+    return o;
+  }
+};
+
+template <>
+struct Described<EagerNode> {
+  static const Object<EagerNode>& object() {
+    using F = Fields<EagerNode>;
+    static const Object<EagerNode> o(
+        "", {F::of("node", &EagerNode::node), F::of("op", &EagerNode::op), F::of("source", &EagerNode::source),
+             F::of("module_path", &EagerNode::module_path), F::of("module_type", &EagerNode::module_type)});
+    return o;
+  }
+};
+
+template <>
+struct Described<EagerLever> {
+  static const Object<EagerLever>& object() {
+    using F = Fields<EagerLever>;
+    static const Object<EagerLever> o(
+        "", {F::computed("kind",
+                         [](const EagerLever& l) {
+                           return std::string(l.kind == EagerLever::Kind::Module ? "module" : "source_line");
+                         },
+                         one_of({"module", "source_line"})),
+             F::of("module_path", &EagerLever::module_path), F::of("module_type", &EagerLever::module_type),
+             F::of("source", &EagerLever::source), F::of("nodes", &EagerLever::nodes)});
+    return o;
+  }
+};
+
+template <>
+struct Described<Workaround> {
+  static const Object<Workaround>& object() {
+    using F = Fields<Workaround>;
+    using C = Workaround::Conclusion;
+    static const Object<Workaround> o(
+        "",
+        {F::computed("conclusion", [](const Workaround& w) { return std::string(workaround_conclusion_name(w.conclusion)); },
+                     names_of(workaround_conclusion_name, {C::Found, C::NotNeeded, C::EagerFails, C::BudgetExhausted,
+                                                           C::CompilerLost, C::Unavailable}),
+                     "how the search ended, a stable code"),
+         F::of("summary", &Workaround::summary),
+         F::of("candidates", &Workaround::candidates, "nodes the search could leave eager (every node of the graph)"),
+         F::of("nodes", &Workaround::nodes, "the eager set, graph order"),
+         F::of("minimal", &Workaround::minimal, "each node of the set was needed when the search tried to compile it again"),
+         F::of("compiles", &Workaround::compiles, "compiles of the search, the verification included"),
+         F::of("seconds", &Workaround::seconds, finite_type()), F::of("levers", &Workaround::levers),
+         F::of("lines", &Workaround::lines, "the Python lines a user adds to their program (comments start with #)"),
+         F::of("verified", &Workaround::verified,
+               "one more compile, leaving eager exactly what the lines leave eager, passed the rule"),
+         F::of("verified_nodes", &Workaround::verified_nodes), F::of("worst_output", &Workaround::worst_output),
+         F::of("verification", &Workaround::verification)});
+    return o;
+  }
+};
+
+/// A finding's other nodes with their ratios, as {node, ratio} pairs.
+struct AlsoNode {
+  std::string node;
+  double ratio = 0;
+};
+
+template <>
+struct Described<AlsoNode> {
+  static const Object<AlsoNode>& object() {
+    using F = Fields<AlsoNode>;
+    static const Object<AlsoNode> o("", {F::of("node", &AlsoNode::node), F::of("ratio", &AlsoNode::ratio)});
+    return o;
+  }
+};
+
+template <>
+struct Described<NodeFinding> {
+  static const Object<NodeFinding>& object() {
+    using F = Fields<NodeFinding>;
+    static const Object<NodeFinding> o(
+        "", {F::of("node", &NodeFinding::node, "the first node in graph order with this op and shape that stands out"),
+             F::of("op", &NodeFinding::op), F::of("source", &NodeFinding::source),
+             F::of("module_path", &NodeFinding::module_path), F::of("value", &NodeFinding::value),
+             F::of("dtype", &NodeFinding::dtype), F::of("shape", &NodeFinding::shape),
+             F::computed("level", [](const NodeFinding& f) { return std::string(level_name(f.level)); },
+                         names_of(level_name, {Level::Suspicious, Level::Fail})),
+             F::of("ratio", &NodeFinding::ratio,
+                   "compiled local RMSE to fp64 / max(eager local RMSE, unit roundoff x RMS(fp64))"),
+             F::of("roundoffs", &NodeFinding::roundoffs, "compiled local RMSE in units of unit roundoff x RMS(fp64)"),
+             F::of("eager_local", &NodeFinding::eager_local), F::of("compiled_local", &NodeFinding::compiled_local),
+             F::computed("also",
+                         [](const NodeFinding& f) {
+                           std::vector<AlsoNode> also;
+                           for (size_t i = 0; i < f.also.size(); ++i) also.push_back({f.also[i], f.also_ratios[i]});
+                           return also;
+                         },
+                         "other nodes with the same op and shape that stand out too (graph order)"),
+             F::of("kernels", &NodeFinding::kernels,
+                   "the kernel calls of the whole graph's compiled code that compute this node (the kernel table); empty "
+                   "without a kernel map")});
+    return o;
+  }
+};
+
+template <>
+struct Described<NodeConfirmation> {
+  static const Object<NodeConfirmation>& object() {
+    using F = Fields<NodeConfirmation>;
+    static const Object<NodeConfirmation> o(
+        "", {F::of("conclusion", &NodeConfirmation::conclusion,
+                   one_of({"confirmed", "invisible_at_outputs", "not_confirmed", "unavailable", "compiler_failed"})),
+             F::of("eager", &NodeConfirmation::eager, "the nodes left eager"),
+             F::of("output", &NodeConfirmation::output, "the output with the worst error ratio in the run's own compile"),
+             F::of("before", &NodeConfirmation::before), F::of("after", &NodeConfirmation::after),
+             F::computed("bound", [](const NodeConfirmation&) { return kNodeConfirmBound; }, finite_type(),
+                         "the error ratio the outputs must come back within"),
+             F::of("compiles", &NodeConfirmation::compiles), F::of("seconds", &NodeConfirmation::seconds, finite_type()),
+             F::of("summary", &NodeConfirmation::summary)});
+    return o;
+  }
+};
+
+/// The node verdict with the two ratios it was judged at (they live on the run's tolerance rule).
+struct NodeVerdictAt {
+  const NodeVerdict& verdict;
+  const ToleranceRule& rule;
+};
+
+template <>
+struct Described<NodeVerdictAt> {
+  static const Object<NodeVerdictAt>& object() {
+    using F = Fields<NodeVerdictAt>;
+    auto of = [](const char* name, auto NodeVerdict::*member, std::string description = {}) {
+      using M = std::decay_t<decltype(std::declval<NodeVerdict>().*member)>;
+      return F::computed(name, [member](const NodeVerdictAt& n) -> M { return n.verdict.*member; }, std::move(description));
+    };
+    static const Object<NodeVerdictAt> o(
+        "",
+        {of("available", &NodeVerdict::available, "the exploded compile ran and gave compiled local errors"),
+         of("unavailable", &NodeVerdict::unavailable, "why not (or why the verdict is off); empty otherwise"),
+         F::computed("level", [](const NodeVerdictAt& n) { return std::string(level_name(n.verdict.level)); }, level_type()),
+         of("judged", &NodeVerdict::judged, "floating values judged"),
+         of("worst_ratio", &NodeVerdict::worst_ratio, "the largest compiled/eager local error ratio over every judged value"),
+         of("worst_node", &NodeVerdict::worst_node),
+         F::computed("node_ratio", [](const NodeVerdictAt& n) { return n.rule.node_ratio; }, finite_type()),
+         F::computed("node_fail_ratio", [](const NodeVerdictAt& n) { return n.rule.node_fail_ratio; }, finite_type()),
+         of("findings", &NodeVerdict::findings),
+         of("confirmation", &NodeVerdict::confirmation,
+            "one compile of the whole graph with every finding's nodes eager (when localization ran): does the outputs' "
+            "error go back to eager's?")},
+        "every node's compiled local error (the exploded compile) judged against eager's local error on the same "
+        "fp64-exact inputs (docs/verdicts.md, 'Node evidence'); no compile of its own");
+    return o;
+  }
+};
+
+template <>
+struct Described<ToleranceRule> {
+  static const Object<ToleranceRule>& object() {
+    using F = Fields<ToleranceRule>;
+    static const Object<ToleranceRule> o(
+        "", {F::computed("rule", [](const ToleranceRule& r) { return rule_name(r); }, "same, allclose, ulp:N, cosine:C, relative (--rule)"),
+             F::of("tol", &ToleranceRule::tol, finite_type()),
+             F::of("fp32_multiplier", &ToleranceRule::fp32_multiplier, finite_type()),
+             F::of("low_precision_multiplier", &ToleranceRule::low_precision_multiplier, finite_type()),
+             F::of("small_tensor_multipliers", &ToleranceRule::small_tensor_multipliers),
+             F::of("suspicious_ratio", &ToleranceRule::suspicious_ratio, finite_type(),
+                   "--suspicious-ratio (0: never suspicious)")
+                 .at_least(0),
+             F::of("node_ratio", &ToleranceRule::node_ratio, finite_type(),
+                   "--node-ratio: a node whose compiled local error is at least this many times eager's (floored at its "
+                   "dtype's rounding) makes the run at least suspicious (0: the node verdict is off; docs/verdicts.md, "
+                   "'Node evidence')")
+                 .at_least(0),
+             F::of("node_fail_ratio", &ToleranceRule::node_fail_ratio, finite_type(),
+                   "--node-fail-ratio: such a node at least this many times eager's makes the run fail (0: never on node "
+                   "evidence alone)")
+                 .at_least(0)});
+    return o;
+  }
+};
+
+template <>
+struct Described<StageRecord> {
+  static const Object<StageRecord>& object() {
+    using F = Fields<StageRecord>;
+    static const Object<StageRecord> o(
+        "", {F::of("name", &StageRecord::name,
+                   "the stage: plan_run, run_references, compile_exploded_ahead (only when --overlap ran the exploded "
+                   "compile after run_references, beside the whole graph's), compile_graph, judge_outputs, judge_kernels, "
+                   "compile_exploded, ..."),
+             F::of("seconds", &StageRecord::seconds, finite_type(),
+                   "its wall time, with the compiles started ahead of their own stage (--overlap)"),
+             F::of("peak_gpu_bytes", &StageRecord::peak_gpu_bytes,
+                   "the most the engine's GPU allocations held during the stage; -1 on the CPU"),
+             F::of("host_bytes", &StageRecord::host_bytes,
+                   "the engine process's resident memory when the stage ended (Linux VmRSS); -1 where unknown")});
+    return o;
+  }
+};
+
+template <>
+struct Described<RunDevices> {
+  static const Object<RunDevices>& object() {
+    using F = Fields<RunDevices>;
+    static const Object<RunDevices> o(
+        "",
+        {F::of("native", &RunDevices::native, "the eager (native dtypes), local and region runs: 'cpu', 'cuda:0'"),
+         F::of("reference", &RunDevices::reference, "the fp64 reference run"),
+         F::of("why", &RunDevices::why, "how the reference device was chosen; empty for a CPU run"),
+         F::of("peak_gpu_bytes", &RunDevices::peak_gpu_bytes,
+               "most bytes torch's caching allocator held on the GPU during the diff; -1 on the CPU"),
+         F::of("start_host_bytes", &RunDevices::start_host_bytes,
+               "the engine process's resident memory when the diff started (program and inputs loaded; Linux VmRSS); -1 "
+               "where unknown"),
+         F::of("peak_host_bytes", &RunDevices::peak_host_bytes,
+               "the most resident memory the engine process has had since it started (Linux VmHWM; the workers are other "
+               "processes); -1 where unknown")},
+        "where pt2diff's own runs executed (--device, --reference-device)");
+    return o;
+  }
+};
+
+template <>
+struct Described<AutocastRegion> {
+  static const Object<AutocastRegion>& object() {
+    using F = Fields<AutocastRegion>;
+    static const Object<AutocastRegion> o(
+        "", {F::of("node", &AutocastRegion::node), F::of("device_type", &AutocastRegion::device_type),
+             F::of("dtype", &AutocastRegion::dtype), F::of("enabled", &AutocastRegion::enabled),
+             F::of("cache_enabled", &AutocastRegion::cache_enabled), F::of("depth", &AutocastRegion::depth).at_least(0),
+             F::of("body_nodes", &AutocastRegion::body_nodes)});
+    return o;
+  }
+};
+
+template <>
+struct Described<DiffResult> {
+  static const Object<DiffResult>& object() {
+    using F = Fields<DiffResult>;
+    static const Object<DiffResult> o(
+        "",
+        {F::computed("schema_version", [](const DiffResult&) { return 1; }, Type{{{"const", 1}}}),
+         F::of("graph", &DiffResult::graph), F::of("inputs", &DiffResult::inputs, "inputs file, 'sample inputs' or 'random (seed N)'"),
+         F::of("compiled", &DiffResult::compiled,
+               "what played the compiled side: 'inductor (cpu)', 'eager', 'aoti: m.pt2', 'external: CMD', 'fault: ...'"),
+         F::of("devices", &DiffResult::devices), F::of("tolerance", &DiffResult::rule),
+         F::computed("verdict",
+                     [](const DiffResult& r) {
+                       bool graph_failed = false;
+                       for (const CompileRecord& c : r.compiles) graph_failed = graph_failed || (c.what == "graph" && !c.ok);
+                       return std::string(graph_failed ? "compiler_failed" : r.diverged ? "diverged" : "agree");
+                     },
+                     one_of({"agree", "diverged", "compiler_failed"}),
+                     "compiler_failed: the whole-graph compile or run failed, so no output has a compiled value"),
+         F::computed("level", [](const DiffResult& r) { return std::string(level_name(result_level(r))); }, level_type(),
+                     "fail: an output fails or the compiler failed; suspicious: no output fails and one is suspicious; pass"),
+         F::of("suspicious", &DiffResult::suspicious, "some output is suspicious"),
+         F::of("fail_on_suspicious", &DiffResult::fail_on_suspicious,
+               "--fail-on-suspicious: suspicious outputs count as failing (exit code 1)"),
+         F::computed("fails", [](const DiffResult& r) { return counts_as_failing(r); },
+                     "the run counts as failing (the CLI's exit code 1, testing.h and assert_agrees): level fail, or "
+                     "suspicious with fail_on_suspicious"),
+         F::computed("node_verdict", [](const DiffResult& r) { return write_value(NodeVerdictAt{r.node_verdict, r.rule}); },
+                     Described<NodeVerdictAt>::object().type()),
+         F::of("compiled_failed", &DiffResult::compiled_failed, "some compile or compiled run failed (see compiles)"),
+         F::of("compiles", &DiffResult::compiles, "every compile the run asked for, in order"),
+         F::of("stages", &DiffResult::stages,
+               "the main job's pipeline stages in order (engine/diff/stages.h), each one's wall time and memory: where a "
+               "run's time and memory go; empty from explain()"),
+         F::of("kernels", &DiffResult::kernels),
+         F::of("localization", &DiffResult::localization,
+               "null unless an output diverged and localization ran, or the outputs pass and the node verdict named a "
+               "culprit (docs/usage.md, 'Localization'; docs/verdicts.md, 'Node evidence')"),
+         F::of("workaround", &DiffResult::workaround,
+               "null unless --workaround asked for the smallest eager set (docs/workaround.md)"),
+         F::of("outputs", &DiffResult::outputs),
+         F::computed("ranking",
+                     [](const DiffResult& r) {
+                       std::vector<std::string> names;
+                       for (size_t i : r.ranking) names.push_back(r.nodes[i].name);
+                       return names;
+                     },
+                     "node names, most compiled_vs_eager first, then most compiled_local_relative (without an exploded "
+                     "compile: most local_relative)"),
+         F::of("nodes", &DiffResult::nodes, "every node in topological order"), F::of("fp64_fixups", &DiffResult::fixups),
+         F::of("autocast", &DiffResult::autocast,
+               "torch.autocast regions (wrap_with_autocast nodes): eager ran their bodies under autocast, fp64 ignored its "
+               "casts"),
+         F::of("not_comparable", &DiffResult::not_comparable),
+         F::of("random_nodes", &DiffResult::random_nodes,
+               "nodes drawing random numbers; every run of them starts from the same generator state"),
+         F::of("warnings", &DiffResult::warnings,
+               "what limits this report, one line each (in-place mutation: no exploded compile, no localization)"),
+         F::of("seconds", &DiffResult::seconds, finite_type()),
+         F::of("eager_nonfinite", &DiffResult::eager_nonfinite,
+               "a training step (docs/training.md) whose eager loss or gradient is not finite: the output, the first node "
+               "whose eager value is not, what to do (the CLI exits 2); absent otherwise")
+             .only_when([](const DiffResult& r) { return !r.eager_nonfinite.empty(); })});
+    return o;
+  }
+};
+}  // namespace json_fields
+
+std::string shapes_to_json(const ShapeCompile& shapes) { return jf::write_value(shapes).dump(); }
+
+std::string hints_to_json(const std::vector<Hint>& hints) { return jf::write_value(hints).dump(2) + "\n"; }
+
+std::string to_json(const DiffResult& r) { return jf::write_value(r).dump(2) + "\n"; }
+
+std::string report_json_schema() {
+  json schema = jf::Described<DiffResult>::object().schema();
+  json defs = json::object();
+  defs["number"] = {{"description", "a finite number, or 'Infinity' / '-Infinity' / 'NaN' (JSON has no non-finite numbers)"},
+                    {"oneOf", json::array({json{{"type", "number"}}, json{{"enum", json::array({"Infinity", "-Infinity", "NaN"})}}})}};
+  defs["metrics"] = jf::Described<Metrics>::object().schema();
+  defs["dynamic_dim"] = jf::Described<DynamicDim>::object().schema();
+  defs["shape_compile"] = jf::Described<ShapeCompile>::object().schema();
+  json out = {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+              {"title", "pt2diff report (pt2diff GRAPH INPUTS --json FILE), generated from engine/report/json_report.cpp"},
+              {"$defs", defs}};
+  for (auto& [key, value] : schema.items()) out[key] = value;
+  return out.dump(2) + "\n";
 }
 
 }  // namespace pt2diff

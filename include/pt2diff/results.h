@@ -271,5 +271,8 @@ std::string to_summary(const DiffResult& result);
 std::string to_failure_message(const DiffResult& result);
 /// The report as JSON (docs/report.schema.json).
 std::string to_json(const DiffResult& result);
+/// The JSON schema of to_json()'s report, read off the same description of its fields as the writer
+/// (engine/report/json_report.cpp); docs/report.schema.json is this text (ReportSchema.IsTheDocsSchema).
+std::string report_json_schema();
 
 }  // namespace pt2diff
