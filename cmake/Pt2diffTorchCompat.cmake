@@ -1,7 +1,7 @@
 # What the linked torch can represent, found by scanning its headers (not by version number: a
 # nightly or a patched build is judged by what it has). Every difference between the torch versions
-# pt2diff builds against (2.11 to 2.14) is one entry here and one line in graphs/torch_compat.h.in,
-# with the version that introduced it. Writes ${CMAKE_BINARY_DIR}/generated/graphs/torch_compat.h.
+# pt2diff builds against (2.11 to 2.14) is one entry here and one line in engine/load/torch_compat.h.in,
+# with the version that introduced it. Writes ${CMAKE_BINARY_DIR}/generated/engine/load/torch_compat.h.
 
 set(_schema_header "")
 foreach(_dir ${TORCH_INCLUDE_DIRS})
@@ -39,6 +39,6 @@ foreach(_dir ${TORCH_INCLUDE_DIRS})
   endif()
 endforeach()
 
-configure_file("${CMAKE_CURRENT_SOURCE_DIR}/graphs/torch_compat.h.in" "${CMAKE_BINARY_DIR}/generated/graphs/torch_compat.h" @ONLY)
+configure_file("${CMAKE_CURRENT_SOURCE_DIR}/engine/load/torch_compat.h.in" "${CMAKE_BINARY_DIR}/generated/engine/load/torch_compat.h" @ONLY)
 message(STATUS "pt2diff: torch ${PT2DIFF_TORCH_VERSION} export schema: as_float_lists ${PT2DIFF_SCHEMA_HAS_FLOAT_LISTS}; "
                "accelerator memory API ${PT2DIFF_TORCH_HAS_ACCELERATOR_MEMORY}")

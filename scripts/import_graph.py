@@ -22,9 +22,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Bottom first. Each row: (layer, its folders, what it is).
 LAYERS = [
     ("api", ["include/pt2diff", "include/pt2diff/advanced"], "the public types and declarations; no engine header"),
-    ("ir", ["graphs"], "the IR, the DAG, regions, the archive and inputs loaders"),
-    ("judging", ["engine/compare", "engine/options", "engine/localize"],
-     "metrics and verdict rules, the option table, the search (the torch-free ones in pt2diff_ir)"),
+    ("ir", ["graphs"], "the IR, the DAG, regions, the storage model, the DAG layout (no torch)"),
+    ("torch-free judging", ["graphs/rules", "graphs/search", "graphs/options"],
+     "the verdict rules, the localization search, the option table (no torch)"),
+    ("loading and measuring", ["engine/load", "engine/compare", "engine/localize"],
+     "the archive and inputs loaders, metrics and judge(), the compiled oracle (torch)"),
     ("running", ["engine/execution"], "the interpreter and its kernels"),
     ("graph facts", ["engine/inspect"], "what a graph holds (pt2diff inspect, the autocast regions' JSON)"),
     ("processes", ["engine/worker"], "the worker protocol, processes and server"),
@@ -49,7 +51,7 @@ def cxx_folder(path):
     if parts[0] == "include":
         return "include/pt2diff/advanced" if len(parts) > 3 and parts[2] == "advanced" else "include/pt2diff"
     if parts[0] == "graphs":
-        return "graphs"
+        return "graphs/" + parts[1] if len(parts) > 2 else "graphs"
     if parts[0] == "engine" and len(parts) > 2:
         return "engine/" + parts[1]
     return None

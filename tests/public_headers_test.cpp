@@ -117,7 +117,9 @@ TEST(OptionTable, ValuesAreCheckedWithOneLineNamingTheOption) {
   std::set<std::string> flags, keywords;
   for (const OptionSpec& spec : option_table()) {
     EXPECT_TRUE(flags.insert(spec.flag).second) << spec.flag;
-    if (spec.keyword) EXPECT_TRUE(keywords.insert(spec.keyword).second) << spec.keyword;
+    if (spec.keyword) {
+      EXPECT_TRUE(keywords.insert(spec.keyword).second) << spec.keyword;
+    }
   }
 }
 

@@ -20,9 +20,9 @@
 #include <ATen/Context.h>
 
 #include "engine/backends/aoti_guards.h"
-#include "graphs/torch_compat.h"
+#include "engine/load/torch_compat.h"
 #include "engine/backends/backends.h"
-#include "graphs/archive.h"
+#include "engine/load/archive.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {

@@ -5,7 +5,7 @@
 
 #include "engine/cli/command.h"
 #include "engine/report/progress.h"
-#include "graphs/torch_save.h"
+#include "engine/load/torch_save.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/error.h"
 #include "pt2diff/html.h"

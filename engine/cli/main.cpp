@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "engine/cli/command.h"
-#include "graphs/archive.h"
+#include "engine/load/archive.h"
 #include "pt2diff/error.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // engine/compare/verdict_rule.cpp — judge(): what every rule shares, around the rule of --rule (its own
-// file under engine/compare/rules/, found in rule_registry.h): shapes and integer values compared
+// file under graphs/rules/, found in rule_registry.h): shapes and integer values compared
 // exactly, the result's and eager's errors to fp64 measured once and handed to the rule with the allclose
 // checks it may need, no fp64 value a failure (never a pass) for a rule that needs one, and on top of every
 // rule the level (pass, suspicious, fail) and whether it can see a 1% error at this value's scale
@@ -11,7 +11,7 @@
 #include <cmath>
 
 #include "engine/compare/judge_measured.h"
-#include "engine/compare/rule_registry.h"
+#include "graphs/rules/rule_registry.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/error.h"
 #include "pt2diff/graph.h"

@@ -2,7 +2,7 @@
 // nodes to leave eager for the whole compiled graph to pass the rule, and what a user writes to get it.
 // The oracle compiles the whole graph with RegionSpec::eager (a torch.compiler.disable'd call per node,
 // the user's own lever) and judges every output as judge_outputs does; the search is
-// engine/localize/eager_set.cpp, started from the culprit; the oracle is engine/localize/whole_graph_oracle.h. The levers are the innermost modules of the
+// graphs/search/eager_set.cpp, started from the culprit; the oracle is graphs/search/whole_graph_oracle.h. The levers are the innermost modules of the
 // set's nodes (torch.compiler.disable on their forward) and, for nodes outside any module, their source
 // lines; one more compile leaving eager exactly what the levers leave eager verifies them.
 #include <algorithm>
@@ -14,7 +14,7 @@
 #include <set>
 
 #include "engine/diff/stages.h"
-#include "engine/localize/whole_graph_oracle.h"
+#include "graphs/search/whole_graph_oracle.h"
 #include "graphs/graph_text.h"
 
 namespace pt2diff {

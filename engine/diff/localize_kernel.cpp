@@ -1,6 +1,6 @@
 // engine/diff/localize_kernel.cpp — stage localize_kernel: the op inside the kernel table's first failing
 // kernel. The nodes it computes toward the failing one are compiled as regions from fp64-exact inputs and
-// bisected (engine/localize/kernel_search.cpp) in at most 1 + ceil(log2 |nodes|) compiles; whether the op
+// bisected (graphs/search/kernel_search.cpp) in at most 1 + ceil(log2 |nodes|) compiles; whether the op
 // fails alone comes from the exploded compile. Runs when a divergence is localized (the same conditions
 // as localize_divergence) and the kernel table named a first failing kernel.
 #include <map>

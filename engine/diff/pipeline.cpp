@@ -35,7 +35,7 @@ const std::vector<StageInfo>& diff_stages() {
       {"judge_nodes", judge_nodes, "judge_nodes.cpp", "compiled and eager local errors",
        "the node verdict: findings, its level (`docs/verdicts.md`, \"Node evidence\"); no compile"},
       {"trace_nonfinite", trace_nonfinite, "trace_nonfinite.cpp", "kernel table, exploded compile", "where the first NaN/Inf comes from"},
-      {"localize_kernel", localize_kernel, "localize_kernel.cpp + `engine/localize/kernel_search.cpp`",
+      {"localize_kernel", localize_kernel, "localize_kernel.cpp + `graphs/search/kernel_search.cpp`",
        "kernel table, kept values, exploded compile", "the op inside the first failing kernel (`kernels.inside`)"},
       {"localize_divergence", localize_divergence, "localize_divergence.cpp", "verdicts, suspects, kept values, the storage model",
        "`localization` (culprit, probes)"},
@@ -48,7 +48,7 @@ const std::vector<StageInfo>& diff_stages() {
       {"write_culprit_repro", write_culprit_repro, "write_culprit_repro.cpp + `repro_writer.cpp`", "culprit, kept values of `culprit_job()`",
        "the repro archive and command (`to_flags`)", true},
       {"explain_culprit", explain_culprit, "explain_culprit.cpp", "culprit, kept values of `culprit_job()`", "hints", true},
-      {"find_workaround", find_workaround, "find_workaround.cpp + `engine/localize/eager_set.cpp`", "verdicts, culprit, the whole graph",
+      {"find_workaround", find_workaround, "find_workaround.cpp + `graphs/search/eager_set.cpp`", "verdicts, culprit, the whole graph",
        "`workaround`: the smallest eager set and the lines that leave it eager (`--workaround`)", true},
       {"rank_nodes", rank_nodes, "rank_nodes.cpp", "node errors", "the ranking of introduced error", true},
   };

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/localize/compiled_oracle.h"
-#include "engine/localize/whole_graph_oracle.h"
+#include "graphs/search/whole_graph_oracle.h"
 #include "pt2diff/advanced/backend.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/values.h"

@@ -1,4 +1,4 @@
-// engine/execution/device_memory.cpp — at::accelerator, behind graphs/torch_compat.h's feature macro.
+// engine/execution/device_memory.cpp — at::accelerator, behind engine/load/torch_compat.h's feature macro.
 #include "engine/execution/device_memory.h"
 
 #include <ATen/Context.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "graphs/torch_compat.h"
+#include "engine/load/torch_compat.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {

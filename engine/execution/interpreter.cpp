@@ -14,7 +14,7 @@
 #include <unordered_map>
 
 #include "engine/execution/kernel.h"
-#include "graphs/archive.h"
+#include "engine/load/archive.h"
 #include "graphs/dag.h"
 #include "graphs/graph_text.h"
 #include "pt2diff/error.h"

@@ -4,7 +4,7 @@
 #include <ATen/Context.h>
 #include <fmt/format.h>
 
-#include "graphs/archive.h"
+#include "engine/load/archive.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {

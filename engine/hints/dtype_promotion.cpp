@@ -12,7 +12,7 @@
 
 #include "engine/execution/promotion.h"
 #include "engine/hints/hint_context.h"
-#include "graphs/archive.h"
+#include "engine/load/archive.h"
 #include "graphs/graph_text.h"
 
 namespace pt2diff {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/localize/oracle.h"
+#include "graphs/search/oracle.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/advanced/backend.h"
 #include "pt2diff/advanced/interpreter.h"

@@ -18,7 +18,7 @@
 #include <optional>
 
 #include "engine/report/progress.h"
-#include "graphs/archive.h"
+#include "engine/load/archive.h"
 #include "graphs/memory_estimate.h"
 #include "pt2diff/advanced/interpreter.h"
 #include "pt2diff/option_table.h"

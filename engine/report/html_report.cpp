@@ -16,8 +16,8 @@
 #include <map>
 #include <set>
 
-#include "engine/compare/rule_registry.h"
-#include "engine/report/dag_layout.h"
+#include "graphs/rules/rule_registry.h"
+#include "graphs/dag_layout.h"
 #include "engine/report/svg_plot.h"
 #include "pt2diff/graph.h"
 
@@ -504,7 +504,7 @@ std::string profile_section(const DiffResult& r, const std::set<std::string>& cu
   return s + "</section>\n";
 }
 
-// --- the DAG neighbourhood (laid out by engine/report/dag_layout.h) ---------------------------------------
+// --- the DAG neighbourhood (laid out by graphs/dag_layout.h) ---------------------------------------
 
 /// The culprit's nodes in the graph (names the graph does not have are left out).
 std::set<NodeId> culprit_node_ids(const Graph& g, const Localization& l) {

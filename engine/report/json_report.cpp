@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/compare/rule_registry.h"
+#include "graphs/rules/rule_registry.h"
 #include "engine/hints/hint_registry.h"
 #include "engine/report/json_fields.h"
 #include "pt2diff/diff.h"

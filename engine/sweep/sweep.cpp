@@ -11,7 +11,7 @@
 
 #include "engine/backends/backends.h"
 #include "engine/compare/judge_measured.h"
-#include "engine/compare/rule_registry.h"
+#include "graphs/rules/rule_registry.h"
 #include "pt2diff/error.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/values.h"

@@ -21,9 +21,9 @@
 #include "engine/worker/worker_server.h"
 #include "engine/execution/op_catalog.h"
 #include "engine/inspect/autocast_json.h"
-#include "graphs/archive.h"
+#include "engine/load/archive.h"
 #include "graphs/inline_region.h"
-#include "graphs/torch_save.h"
+#include "engine/load/torch_save.h"
 #include "pt2diff/error.h"
 
 namespace pt2diff {

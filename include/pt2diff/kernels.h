@@ -46,7 +46,7 @@ struct KernelCall {
   std::string code;
 };
 
-/// The op inside the first failing kernel (localize_kernel, engine/localize/kernel_search.cpp): its
+/// The op inside the first failing kernel (localize_kernel, graphs/search/kernel_search.cpp): its
 /// nodes up to the failing one, compiled as regions from fp64-exact inputs, bisected over where the
 /// region ends, in at most 1 + ceil(log2 |nodes|) compiles.
 struct KernelCulprit {

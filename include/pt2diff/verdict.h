@@ -63,7 +63,7 @@ inline constexpr double kDefaultNodeFailRatio = 0;
 
 /// The verdict rule. The default is compatible with torch._dynamo.utils.same() (the accuracy
 /// minifier's rule); the others judge the result against fp64 alone (--rule). Each kind is one file of
-/// engine/compare/rules/ registered in engine/compare/rule_registry.cpp (docs/architecture.md).
+/// graphs/rules/ registered in graphs/rules/rule_registry.cpp (docs/architecture.md).
 struct ToleranceRule {
   enum class Kind {
     Same,      ///< allclose to eager, else RMSE(result, fp64) <= multiplier x RMSE(eager, fp64) + tol/10

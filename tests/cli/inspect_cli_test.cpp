@@ -82,7 +82,7 @@ TEST(InspectCli, PrintsTheGraphOnRequest) {
   EXPECT_NE(r.out.find("aten.split_with_sizes.default(%x, [2, 3, 3], 1)"), std::string::npos) << r.out;
 }
 
-// Archives of other torch versions with their inputs: tests/graphs/torch_versions_test.cpp.
+// Archives of other torch versions with their inputs: tests/engine/load/torch_versions_test.cpp.
 
 }  // namespace
 }  // namespace pt2diff

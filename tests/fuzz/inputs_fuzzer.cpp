@@ -7,7 +7,7 @@
 #include <exception>
 #include <string>
 
-#include "graphs/torch_save.h"
+#include "engine/load/torch_save.h"
 #include "pt2diff/error.h"
 #include "pt2diff/inputs.h"
 #include "pt2diff/program.h"

@@ -45,7 +45,9 @@ TEST(MemoryLimit, MaxMemoryNamesTheLimit) {
   EXPECT_EQ(memory_limit_for(1LL << 30), 1LL << 30);
   EXPECT_EQ(memory_limit_for(-1), 0);  // --max-memory none
   const auto available = available_memory();
-  if (available) EXPECT_GT(memory_limit_for(0), 0);  // the memory available now
+  if (available) {
+    EXPECT_GT(memory_limit_for(0), 0);  // the memory available now
+  }
 }
 
 TEST(MemoryLimit, TheCliCapTurnsAnOversizedAllocationIntoAnError) {

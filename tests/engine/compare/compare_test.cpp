@@ -11,7 +11,7 @@
 
 #include "engine/compare/judge_measured.h"
 #include "engine/compare/metrics_batch.h"
-#include "engine/compare/rule_registry.h"
+#include "graphs/rules/rule_registry.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/error.h"
 

@@ -133,9 +133,11 @@ TEST(Fp64Rerun, GivesBackTheBitsOfTheLockstepRunOnEveryFixture) {
         ++compared;
       }
     }
-    for (const Node& n : g.nodes())
-      if (n.target.find("dropout") != std::string::npos || n.target.find("rand") != std::string::npos)
+    for (const Node& n : g.nodes()) {
+      if (n.target.find("dropout") != std::string::npos || n.target.find("rand") != std::string::npos) {
         EXPECT_FALSE(interpreter.reruns_exactly(n.id)) << n.name << " draws random numbers";
+      }
+    }
   }
   EXPECT_GT(compared, 100u);
   EXPECT_EQ(c10::get_default_dtype(), caffe2::TypeMeta::Make<float>());
