@@ -311,6 +311,8 @@ PYBIND11_MODULE(_pt2diff, m) {
   m.attr("DIFF") = pt2diff::kDiffCommand;
   m.attr("EXPLAIN") = pt2diff::kExplainCommand;
   m.attr("SWEEP") = pt2diff::kSweepCommand;
+  m.def("report_schema", &pt2diff::report_json_schema,
+        "The JSON schema of the report (docs/report.schema.json), from the description the engine writes the report by.");
   m.def("options", &pt2diff::python::option_rows,
         "The option table (pt2diff/option_table.h): (keyword, flag, commands, default, help) per keyword, commands a mask of "
         "DIFF, EXPLAIN, SWEEP.");

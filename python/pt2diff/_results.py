@@ -12,10 +12,32 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-# Fields the reports write as numbers, or as "NaN"/"Infinity"/"-Infinity" where they are not finite.
-_NUMERIC = frozenset({"max_abs", "max_rel", "rmse", "max_ulp", "cosine", "worst_value", "worst_reference",
-                      "local_ulp", "compiled_local_ulp", "ref_rms", "ref_max_abs", "relative_rmse", "error_ratio",
-                      "local_relative", "compiled_local_relative", "compiled_vs_eager"})
+from . import _pt2diff
+
+
+def _numeric_fields(schema: dict) -> frozenset:
+    """The fields a report writes as numbers, or as "NaN"/"Infinity"/"-Infinity" where they are not finite: those
+    its schema types as ``$defs/number``. The schema is the engine's own (``_pt2diff.report_schema()``, read off the
+    same description as the JSON writer), so a numeric field the engine adds is read as a float here too."""
+    found = set()
+
+    def numeric(prop: dict) -> bool:
+        return prop.get("$ref") == "#/$defs/number" or any(numeric(alt) for alt in prop.get("oneOf", []))
+
+    def walk(node):
+        if isinstance(node, dict):
+            found.update(key for key, prop in node.get("properties", {}).items() if numeric(prop))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return frozenset(found)
+
+
+_NUMERIC = _numeric_fields(json.loads(_pt2diff.report_schema()))
 _NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 
 

@@ -471,5 +471,22 @@ class OtherCommands(unittest.TestCase):
             self.assertTrue(str(caught.exception).startswith(says), str(caught.exception))
 
 
+
+class NonFiniteNumbers(unittest.TestCase):
+    """Every field the report's schema types as a number is a float in Python, "Infinity" and "NaN" included."""
+
+    def test_the_schemas_numbers_are_floats_and_strings_stay_strings(self):
+        from pt2diff import _results
+
+        self.assertEqual(json.loads(pt2diff._pt2diff.report_schema())["properties"]["schema_version"], {"const": 1})
+        # The node verdict's ratios: once missing from a hand-written list here, so "Infinity" stayed a string.
+        self.assertLessEqual({"worst_ratio", "ratio", "roundoffs", "before", "after", "rmse", "error_ratio"}, _results._NUMERIC)
+        doc = _results._decode('{"node_verdict": {"worst_ratio": "Infinity", "worst_node": "NaN", '
+                               '"findings": [{"ratio": "NaN", "roundoffs": 2.5}]}}')
+        self.assertEqual(doc["node_verdict"]["worst_ratio"], float("inf"))
+        self.assertNotEqual(doc["node_verdict"]["findings"][0]["ratio"], doc["node_verdict"]["findings"][0]["ratio"])  # NaN
+        self.assertEqual(doc["node_verdict"]["findings"][0]["roundoffs"], 2.5)
+        self.assertEqual(doc["node_verdict"]["worst_node"], "NaN", "a node's name is text, whatever it reads")
+
 if __name__ == "__main__":
     unittest.main()
