@@ -177,6 +177,19 @@ struct Fields {
     f.type = std::move(type);
     return f;
   }
+  /// A member of a part of the T, where the T pairs that part with more (a kernel search with its kernel's code).
+  template <class Part, class M>
+  static Field<T> of(std::string name, const Part& (*part)(const T&), M Part::*member, std::string description = {}) {
+    return {std::move(name), type_of<M>(), std::move(description),
+            [part, member](const T& v) { return write_value(part(v).*member); }, {}};
+  }
+  /// A member that holds a negative number for "none": null then, else the number.
+  template <class M>
+  static Field<T> null_if_negative(std::string name, M T::*member, std::string description = {}) {
+    return computed(
+        std::move(name), [member](const T& v) { return v.*member < 0 ? std::optional<M>() : std::optional<M>(v.*member); },
+        std::move(description));
+  }
   /// A value computed from the T, typed by what `get` returns.
   template <class Get>
   static Field<T> computed(std::string name, Get get, std::string description = {}) {

@@ -122,8 +122,7 @@ struct Described<DynamicDim> {
         "dynamic_dim",
         {F::of("input", &DynamicDim::input,
                "the graph input ('x'), or in symbols the compile's name of the dim ('x.size(0)')"),
-         F::computed("dim", [](const DynamicDim& d) { return d.dim >= 0 ? std::optional<int64_t>(d.dim) : std::nullopt; },
-                     "the dim of input; null for an int input holding a size, and in symbols"),
+         F::null_if_negative("dim", &DynamicDim::dim, "the dim of input; null for an int input holding a size, and in symbols"),
          F::of("symbol", &DynamicDim::symbol, "the archive's symbol ('s77', '2*s77') or the compile's"),
          F::of("min", &DynamicDim::min),
          F::of("max", &DynamicDim::max, "null: unbounded, or a derived dim bounded by its symbols")});
@@ -170,9 +169,6 @@ template <>
 struct Described<NodeError> {
   static const Object<NodeError>& object() {
     using F = Fields<NodeError>;
-    auto unless_negative = [](double NodeError::*member) {
-      return [member](const NodeError& n) { return n.*member < 0 ? std::optional<double>() : n.*member; };
-    };
     static const Object<NodeError> o(
         "",
         {F::of("name", &NodeError::name), F::of("op", &NodeError::target, "aten.mm.default"),
@@ -184,11 +180,11 @@ struct Described<NodeError> {
                "in a training step's graph (docs/training.md), a backward node only: the forward node it is the gradient of")
              .only_when([](const NodeError& n) { return !n.backward_of.empty(); }),
          F::of("local_ulp", &NodeError::local_ulp),
-         F::computed("compiled_local_ulp", unless_negative(&NodeError::compiled_local_ulp), "null: no exploded compile"),
+         F::null_if_negative("compiled_local_ulp", &NodeError::compiled_local_ulp, "null: no exploded compile"),
          F::of("values", &NodeError::values),
          F::of("local_relative", &NodeError::local_relative, "the node's worst eager local relative_rmse over its values"),
-         F::computed("compiled_local_relative", unless_negative(&NodeError::compiled_local_relative),
-                     "the same for the compiled local error; null: no exploded compile"),
+         F::null_if_negative("compiled_local_relative", &NodeError::compiled_local_relative,
+                             "the same for the compiled local error; null: no exploded compile"),
          F::computed("compiled_vs_eager",
                      [](const NodeError& n) {
                        return n.compiled_local_relative < 0 ? std::optional<double>() : n.compiled_vs_eager;
@@ -296,9 +292,11 @@ template <>
 struct Described<KernelInside> {
   static const Object<KernelInside>& object() {
     using F = Fields<KernelInside>;
-    auto of = [](const char* name, auto KernelCulprit::*member, std::string description = {}) {
-      using M = std::decay_t<decltype(std::declval<KernelCulprit>().*member)>;
-      return F::computed(name, [member](const KernelInside& k) -> M { return k.culprit.*member; }, std::move(description));
+    const KernelCulprit& (*culprit)(const KernelInside&) = [](const KernelInside& k) -> const KernelCulprit& {
+      return k.culprit;
+    };
+    auto of = [culprit](const char* name, auto KernelCulprit::*member, std::string description = {}) {
+      return F::of(name, culprit, member, std::move(description));
     };
     static const Object<KernelInside> o(
         "", {of("kind", &KernelCulprit::kind,
@@ -324,9 +322,6 @@ template <>
 struct Described<KernelTable> {
   static const Object<KernelTable>& object() {
     using F = Fields<KernelTable>;
-    auto index = [](int64_t KernelTable::*member) {
-      return [member](const KernelTable& t) { return t.*member < 0 ? std::optional<int64_t>() : t.*member; };
-    };
     static const Object<KernelTable> o(
         "",
         {F::of("asked", &KernelTable::asked, "the run asked for it (off with --no-kernel-map; no whole-graph compile ran)"),
@@ -334,12 +329,12 @@ struct Described<KernelTable> {
          F::of("unavailable", &KernelTable::unavailable, "why there is no table, one line; empty when available"),
          F::of("observed", &KernelTable::observed), F::of("judged", &KernelTable::judged),
          F::of("observed_bytes", &KernelTable::observed_bytes).at_least(0),
-         F::computed("first_failing", index(&KernelTable::first_failing),
-                     "index into kernels of the first suspect: the kernel that wrote the failing buffer earliest in graph order")
+         F::null_if_negative("first_failing", &KernelTable::first_failing,
+                             "index into kernels of the first suspect: the kernel that wrote the failing buffer earliest in graph order")
              .at_least(0),
          F::of("first_failing_node", &KernelTable::first_failing_node),
-         F::computed("first_nonfinite", index(&KernelTable::first_nonfinite),
-                     "index into kernels of the first kernel call (call order) that wrote a NaN or Inf")
+         F::null_if_negative("first_nonfinite", &KernelTable::first_nonfinite,
+                             "index into kernels of the first kernel call (call order) that wrote a NaN or Inf")
              .at_least(0),
          F::of("nonfinite_origin", &KernelTable::nonfinite_origin,
                "where the compiled code's first NaN/Inf comes from: input (a graph input holds it), model (eager makes it "
@@ -608,9 +603,11 @@ template <>
 struct Described<NodeVerdictAt> {
   static const Object<NodeVerdictAt>& object() {
     using F = Fields<NodeVerdictAt>;
-    auto of = [](const char* name, auto NodeVerdict::*member, std::string description = {}) {
-      using M = std::decay_t<decltype(std::declval<NodeVerdict>().*member)>;
-      return F::computed(name, [member](const NodeVerdictAt& n) -> M { return n.verdict.*member; }, std::move(description));
+    const NodeVerdict& (*verdict)(const NodeVerdictAt&) = [](const NodeVerdictAt& n) -> const NodeVerdict& {
+      return n.verdict;
+    };
+    auto of = [verdict](const char* name, auto NodeVerdict::*member, std::string description = {}) {
+      return F::of(name, verdict, member, std::move(description));
     };
     static const Object<NodeVerdictAt> o(
         "",
