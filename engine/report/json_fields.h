@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -94,8 +95,12 @@ class Object;
 template <class T>
 struct Described;
 
-template <class T>
-concept IsDescribed = requires { Described<T>::object(); };
+/// The schemas of the objects with a $defs name, by that name: filled as each Object is made, read by
+/// document_schema() for the references a document holds.
+inline std::map<std::string, std::function<json()>>& named_defs() {
+  static std::map<std::string, std::function<json()>> defs;
+  return defs;
+}
 
 template <class T>
 struct IsVector : std::false_type {};
@@ -211,7 +216,10 @@ template <class T>
 class Object {
  public:
   Object(std::string def, std::vector<Field<T>> fields, std::string description = {})
-      : def_(std::move(def)), fields_(std::move(fields)), description_(std::move(description)) {}
+      : def_(std::move(def)), fields_(std::move(fields)), description_(std::move(description)) {
+    if (!def_.empty()) named_defs()[def_] = [this] { return schema(); };
+  }
+  Object(const Object&) = delete;  // named_defs() keeps a pointer to it: an Object lives in a function's static
 
   json write(const T& v) const {
     json out = json::object();
@@ -245,5 +253,33 @@ class Object {
   std::vector<Field<T>> fields_;
   std::string description_;
 };
+
+/// A whole document's schema: `top`'s, with the $defs its references name (transitively), `number` among them.
+template <class T>
+json document_schema(const std::string& title, const Object<T>& top) {
+  json defs = json::object();
+  defs["number"] = {{"description", "a finite number, or 'Infinity' / '-Infinity' / 'NaN' (JSON has no non-finite numbers)"},
+                    {"oneOf", json::array({json{{"type", "number"}}, json{{"enum", json::array({"Infinity", "-Infinity", "NaN"})}}})}};
+  std::function<void(const json&)> collect = [&](const json& node) {
+    if (node.is_object()) {
+      if (auto ref = node.find("$ref"); ref != node.end() && ref->is_string()) {
+        const std::string name = ref->get<std::string>().substr(std::string("#/$defs/").size());
+        if (!defs.contains(name)) {
+          defs[name] = named_defs().at(name)();
+          collect(defs[name]);
+        }
+      }
+      for (const auto& [key, value] : node.items()) collect(value);
+    } else if (node.is_array()) {
+      for (const json& value : node) collect(value);
+    }
+  };
+  json out = top.schema();
+  collect(out);
+  out["$schema"] = "https://json-schema.org/draft/2020-12/schema";
+  out["title"] = title;
+  out["$defs"] = defs;
+  return out;
+}
 
 }  // namespace pt2diff::json_fields

@@ -1,6 +1,6 @@
 // engine/report/json_report.cpp — the report as JSON, declared once: each object's fields with their types and meaning
 // (json_fields.h). to_json() writes from this description and report_json_schema() is docs/report.schema.json, read off
-// it (the ctest ReportSchema.IsTheDocsSchema keeps the file equal to it).
+// it (the ctest JsonSchemas.AreTheDocsSchemas keeps the file equal to it).
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +8,7 @@
 #include "graphs/rules/rule_registry.h"
 #include "engine/hints/hint_registry.h"
 #include "engine/report/json_fields.h"
+#include "engine/report/report_fields.h"
 #include "pt2diff/diff.h"
 
 namespace pt2diff {
@@ -130,23 +131,20 @@ struct Described<DynamicDim> {
   }
 };
 
-template <>
-struct Described<ShapeCompile> {
-  static const Object<ShapeCompile>& object() {
-    using F = Fields<ShapeCompile>;
-    static const Object<ShapeCompile> o(
-        "shape_compile",
-        {F::of("mode", &ShapeCompile::mode, one_of({"dynamic", "static"})), F::of("why_static", &ShapeCompile::why_static),
-         F::of("dims", &ShapeCompile::dims, "the region inputs' dims the archive exported dynamic"),
-         F::of("symbols", &ShapeCompile::symbols, "the compile's symbols and the range it assumed"),
-         F::of("guards", &ShapeCompile::guards, "the guards the compile made, in the inputs' terms"),
-         F::of("note", &ShapeCompile::note,
-               "what a dynamic compile could not keep of the exported range (sizes past what it kept recompile); empty "
-               "otherwise"),
-         F::of("recompiles", &ShapeCompile::recompiles, "compiles past the first its runs caused").at_least(0)});
-    return o;
-  }
-};
+const Object<ShapeCompile>& Described<ShapeCompile>::object() {
+  using F = Fields<ShapeCompile>;
+  static const Object<ShapeCompile> o(
+      "shape_compile",
+      {F::of("mode", &ShapeCompile::mode, one_of({"dynamic", "static"})), F::of("why_static", &ShapeCompile::why_static),
+       F::of("dims", &ShapeCompile::dims, "the region inputs' dims the archive exported dynamic"),
+       F::of("symbols", &ShapeCompile::symbols, "the compile's symbols and the range it assumed"),
+       F::of("guards", &ShapeCompile::guards, "the guards the compile made, in the inputs' terms"),
+       F::of("note", &ShapeCompile::note,
+             "what a dynamic compile could not keep of the exported range (sizes past what it kept recompile); empty "
+             "otherwise"),
+       F::of("recompiles", &ShapeCompile::recompiles, "compiles past the first its runs caused").at_least(0)});
+  return o;
+}
 
 template <>
 struct Described<ValueError> {
@@ -709,72 +707,69 @@ struct Described<AutocastRegion> {
   }
 };
 
-template <>
-struct Described<DiffResult> {
-  static const Object<DiffResult>& object() {
-    using F = Fields<DiffResult>;
-    static const Object<DiffResult> o(
-        "",
-        {F::computed("schema_version", [](const DiffResult&) { return 1; }, Type{{{"const", 1}}}),
-         F::of("graph", &DiffResult::graph), F::of("inputs", &DiffResult::inputs, "inputs file, 'sample inputs' or 'random (seed N)'"),
-         F::of("compiled", &DiffResult::compiled,
-               "what played the compiled side: 'inductor (cpu)', 'eager', 'aoti: m.pt2', 'external: CMD', 'fault: ...'"),
-         F::of("devices", &DiffResult::devices), F::of("tolerance", &DiffResult::rule),
-         F::computed("verdict",
-                     [](const DiffResult& r) {
-                       bool graph_failed = false;
-                       for (const CompileRecord& c : r.compiles) graph_failed = graph_failed || (c.what == "graph" && !c.ok);
-                       return std::string(graph_failed ? "compiler_failed" : r.diverged ? "diverged" : "agree");
-                     },
-                     one_of({"agree", "diverged", "compiler_failed"}),
-                     "compiler_failed: the whole-graph compile or run failed, so no output has a compiled value"),
-         F::computed("level", [](const DiffResult& r) { return std::string(level_name(result_level(r))); }, level_type(),
-                     "fail: an output fails or the compiler failed; suspicious: no output fails and one is suspicious; pass"),
-         F::of("suspicious", &DiffResult::suspicious, "some output is suspicious"),
-         F::of("fail_on_suspicious", &DiffResult::fail_on_suspicious,
-               "--fail-on-suspicious: suspicious outputs count as failing (exit code 1)"),
-         F::computed("fails", [](const DiffResult& r) { return counts_as_failing(r); },
-                     "the run counts as failing (the CLI's exit code 1, testing.h and assert_agrees): level fail, or "
-                     "suspicious with fail_on_suspicious"),
-         F::computed("node_verdict", [](const DiffResult& r) { return write_value(NodeVerdictAt{r.node_verdict, r.rule}); },
-                     Described<NodeVerdictAt>::object().type()),
-         F::of("compiled_failed", &DiffResult::compiled_failed, "some compile or compiled run failed (see compiles)"),
-         F::of("compiles", &DiffResult::compiles, "every compile the run asked for, in order"),
-         F::of("stages", &DiffResult::stages,
-               "the main job's pipeline stages in order (engine/diff/stages.h), each one's wall time and memory: where a "
-               "run's time and memory go; empty from explain()"),
-         F::of("kernels", &DiffResult::kernels),
-         F::of("localization", &DiffResult::localization,
-               "null unless an output diverged and localization ran, or the outputs pass and the node verdict named a "
-               "culprit (docs/usage.md, 'Localization'; docs/verdicts.md, 'Node evidence')"),
-         F::of("workaround", &DiffResult::workaround,
-               "null unless --workaround asked for the smallest eager set (docs/workaround.md)"),
-         F::of("outputs", &DiffResult::outputs),
-         F::computed("ranking",
-                     [](const DiffResult& r) {
-                       std::vector<std::string> names;
-                       for (size_t i : r.ranking) names.push_back(r.nodes[i].name);
-                       return names;
-                     },
-                     "node names, most compiled_vs_eager first, then most compiled_local_relative (without an exploded "
-                     "compile: most local_relative)"),
-         F::of("nodes", &DiffResult::nodes, "every node in topological order"), F::of("fp64_fixups", &DiffResult::fixups),
-         F::of("autocast", &DiffResult::autocast,
-               "torch.autocast regions (wrap_with_autocast nodes): eager ran their bodies under autocast, fp64 ignored its "
-               "casts"),
-         F::of("not_comparable", &DiffResult::not_comparable),
-         F::of("random_nodes", &DiffResult::random_nodes,
-               "nodes drawing random numbers; every run of them starts from the same generator state"),
-         F::of("warnings", &DiffResult::warnings,
-               "what limits this report, one line each (in-place mutation: no exploded compile, no localization)"),
-         F::of("seconds", &DiffResult::seconds, finite_type()),
-         F::of("eager_nonfinite", &DiffResult::eager_nonfinite,
-               "a training step (docs/training.md) whose eager loss or gradient is not finite: the output, the first node "
-               "whose eager value is not, what to do (the CLI exits 2); absent otherwise")
-             .only_when([](const DiffResult& r) { return !r.eager_nonfinite.empty(); })});
-    return o;
-  }
-};
+const Object<DiffResult>& Described<DiffResult>::object() {
+  using F = Fields<DiffResult>;
+  static const Object<DiffResult> o(
+      "",
+      {F::computed("schema_version", [](const DiffResult&) { return 1; }, Type{{{"const", 1}}}),
+       F::of("graph", &DiffResult::graph), F::of("inputs", &DiffResult::inputs, "inputs file, 'sample inputs' or 'random (seed N)'"),
+       F::of("compiled", &DiffResult::compiled,
+             "what played the compiled side: 'inductor (cpu)', 'eager', 'aoti: m.pt2', 'external: CMD', 'fault: ...'"),
+       F::of("devices", &DiffResult::devices), F::of("tolerance", &DiffResult::rule),
+       F::computed("verdict",
+                   [](const DiffResult& r) {
+                     bool graph_failed = false;
+                     for (const CompileRecord& c : r.compiles) graph_failed = graph_failed || (c.what == "graph" && !c.ok);
+                     return std::string(graph_failed ? "compiler_failed" : r.diverged ? "diverged" : "agree");
+                   },
+                   one_of({"agree", "diverged", "compiler_failed"}),
+                   "compiler_failed: the whole-graph compile or run failed, so no output has a compiled value"),
+       F::computed("level", [](const DiffResult& r) { return std::string(level_name(result_level(r))); }, level_type(),
+                   "fail: an output fails or the compiler failed; suspicious: no output fails and one is suspicious; pass"),
+       F::of("suspicious", &DiffResult::suspicious, "some output is suspicious"),
+       F::of("fail_on_suspicious", &DiffResult::fail_on_suspicious,
+             "--fail-on-suspicious: suspicious outputs count as failing (exit code 1)"),
+       F::computed("fails", [](const DiffResult& r) { return counts_as_failing(r); },
+                   "the run counts as failing (the CLI's exit code 1, testing.h and assert_agrees): level fail, or "
+                   "suspicious with fail_on_suspicious"),
+       F::computed("node_verdict", [](const DiffResult& r) { return write_value(NodeVerdictAt{r.node_verdict, r.rule}); },
+                   Described<NodeVerdictAt>::object().type()),
+       F::of("compiled_failed", &DiffResult::compiled_failed, "some compile or compiled run failed (see compiles)"),
+       F::of("compiles", &DiffResult::compiles, "every compile the run asked for, in order"),
+       F::of("stages", &DiffResult::stages,
+             "the main job's pipeline stages in order (engine/diff/stages.h), each one's wall time and memory: where a "
+             "run's time and memory go; empty from explain()"),
+       F::of("kernels", &DiffResult::kernels),
+       F::of("localization", &DiffResult::localization,
+             "null unless an output diverged and localization ran, or the outputs pass and the node verdict named a "
+             "culprit (docs/usage.md, 'Localization'; docs/verdicts.md, 'Node evidence')"),
+       F::of("workaround", &DiffResult::workaround,
+             "null unless --workaround asked for the smallest eager set (docs/workaround.md)"),
+       F::of("outputs", &DiffResult::outputs),
+       F::computed("ranking",
+                   [](const DiffResult& r) {
+                     std::vector<std::string> names;
+                     for (size_t i : r.ranking) names.push_back(r.nodes[i].name);
+                     return names;
+                   },
+                   "node names, most compiled_vs_eager first, then most compiled_local_relative (without an exploded "
+                   "compile: most local_relative)"),
+       F::of("nodes", &DiffResult::nodes, "every node in topological order"), F::of("fp64_fixups", &DiffResult::fixups),
+       F::of("autocast", &DiffResult::autocast,
+             "torch.autocast regions (wrap_with_autocast nodes): eager ran their bodies under autocast, fp64 ignored its "
+             "casts"),
+       F::of("not_comparable", &DiffResult::not_comparable),
+       F::of("random_nodes", &DiffResult::random_nodes,
+             "nodes drawing random numbers; every run of them starts from the same generator state"),
+       F::of("warnings", &DiffResult::warnings,
+             "what limits this report, one line each (in-place mutation: no exploded compile, no localization)"),
+       F::of("seconds", &DiffResult::seconds, finite_type()),
+       F::of("eager_nonfinite", &DiffResult::eager_nonfinite,
+             "a training step (docs/training.md) whose eager loss or gradient is not finite: the output, the first node "
+             "whose eager value is not, what to do (the CLI exits 2); absent otherwise")
+           .only_when([](const DiffResult& r) { return !r.eager_nonfinite.empty(); })});
+  return o;
+}
 }  // namespace json_fields
 
 std::string shapes_to_json(const ShapeCompile& shapes) { return jf::write_value(shapes).dump(); }
@@ -784,18 +779,10 @@ std::string hints_to_json(const std::vector<Hint>& hints) { return jf::write_val
 std::string to_json(const DiffResult& r) { return jf::write_value(r).dump(2) + "\n"; }
 
 std::string report_json_schema() {
-  json schema = jf::Described<DiffResult>::object().schema();
-  json defs = json::object();
-  defs["number"] = {{"description", "a finite number, or 'Infinity' / '-Infinity' / 'NaN' (JSON has no non-finite numbers)"},
-                    {"oneOf", json::array({json{{"type", "number"}}, json{{"enum", json::array({"Infinity", "-Infinity", "NaN"})}}})}};
-  defs["metrics"] = jf::Described<Metrics>::object().schema();
-  defs["dynamic_dim"] = jf::Described<DynamicDim>::object().schema();
-  defs["shape_compile"] = jf::Described<ShapeCompile>::object().schema();
-  json out = {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
-              {"title", "pt2diff report (pt2diff GRAPH INPUTS --json FILE), generated from engine/report/json_report.cpp"},
-              {"$defs", defs}};
-  for (auto& [key, value] : schema.items()) out[key] = value;
-  return out.dump(2) + "\n";
+  return jf::document_schema("pt2diff report (pt2diff GRAPH INPUTS --json FILE), generated from engine/report/json_report.cpp",
+                             jf::Described<DiffResult>::object())
+             .dump(2) +
+         "\n";
 }
 
 }  // namespace pt2diff

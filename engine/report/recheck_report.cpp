@@ -4,17 +4,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/report/json_fields.h"
 #include "pt2diff/recheck.h"
 
 namespace pt2diff {
 
 namespace {
 
-using nlohmann::json;
-
 std::string recheck_ratio(double v) { return std::isinf(v) ? "inf" : fmt::format("{:.3g}x", v); }
-
-json recheck_number(double v) { return std::isfinite(v) ? json(v) : json(std::isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity"); }
 
 std::string row_name(const TorchRow& r) { return r.torch.label.empty() ? (r.version.empty() ? r.torch.python : r.version) : r.torch.label; }
 
@@ -60,35 +57,139 @@ std::string recheck_to_text(const RecheckResult& r) {
   return out;
 }
 
-std::string recheck_to_json(const std::vector<RecheckResult>& cases) {
-  json all = json::array();
-  for (const RecheckResult& r : cases) {
-    json rows = json::array();
-    for (const TorchRow& row : r.rows)
-      rows.push_back({{"label", row.torch.label}, {"python", row.torch.python}, {"version", row.version}, {"judged", row.judged},
-                      {"skipped", row.skipped}, {"problem", row.problem},
-                      {"level", row.judged ? level_name(row.level) : row.skipped ? "not_run" : "unusable"}, {"fails", row.fails},
-                      {"compiled_failed", row.compiled_failed}, {"compile_failure", row.compile_failure},
-                      {"worst_ratio", recheck_number(row.worst_ratio)}, {"worst_output", row.worst_output},
-                      {"node_ratio", recheck_number(row.node_ratio)}, {"node", row.node}, {"culprit", row.culprit}, {"culprit_op", row.culprit_op},
-                      {"culprit_source", row.culprit_source}, {"culprit_ratio", recheck_number(row.culprit_ratio)}, {"seconds", row.seconds}});
-    json regressions = json::array();
-    for (const Regression& g : r.regressions) {
-      json changed = json::array();
-      for (const NodeChange& c : g.changed)
-        changed.push_back({{"node", c.node}, {"op", c.op}, {"source", c.source}, {"module_path", c.module_path}, {"before", recheck_number(c.before)},
-                           {"after", recheck_number(c.after)}, {"eager", recheck_number(c.eager)}, {"factor", recheck_number(c.factor)}});
-      regressions.push_back({{"good", g.good}, {"bad", g.bad}, {"fixed", g.fixed}, {"changed", changed},
-                             {"first_diverging", g.first_diverging}, {"summary", g.summary}});
-    }
-    json bisection = nullptr;
-    if (r.bisection)
-      bisection = {{"first_bad", r.bisection->first_bad ? json(*r.bisection->first_bad) : json(nullptr)}, {"runs", r.bisection->runs},
-                   {"summary", r.bisection->summary}};
-    all.push_back({{"graph", r.graph}, {"inputs", r.inputs}, {"rows", rows}, {"regressions", regressions}, {"bisection", bisection},
-                   {"seconds", r.seconds}});
+}  // namespace pt2diff
+
+namespace pt2diff::json_fields {
+
+template <>
+struct Described<TorchRow> {
+  static const Object<TorchRow>& object() {
+    using F = Fields<TorchRow>;
+    const TorchInstall& (*torch)(const TorchRow&) = [](const TorchRow& r) -> const TorchInstall& { return r.torch; };
+    static const Object<TorchRow> o(
+        "row",
+        {F::of("label", torch, &TorchInstall::label, "the LABEL of --torch LABEL=PYTHON; empty: the version names it"),
+         F::of("python", torch, &TorchInstall::python, "the interpreter of the torch installation"),
+         F::of("version", &TorchRow::version, "torch.__version__ as that Python reports it; empty when it could not be read"),
+         F::of("judged", &TorchRow::judged, "the diff ran at this torch"),
+         F::of("skipped", &TorchRow::skipped, "not run: the bisection did not need it"),
+         F::of("problem", &TorchRow::problem,
+               "why this torch could not judge the graph, one line (no torch, a version outside 2.11-2.14, an archive it "
+               "cannot load)"),
+         F::computed("level",
+                     [](const TorchRow& r) {
+                       return std::string(r.judged ? level_name(r.level) : r.skipped ? "not_run" : "unusable");
+                     },
+                     one_of({"pass", "suspicious", "fail", "unusable", "not_run"})),
+         F::of("fails", &TorchRow::fails, "the run counts as failing (what exit code 1 means)"),
+         F::of("compiled_failed", &TorchRow::compiled_failed),
+         F::of("compile_failure", &TorchRow::compile_failure, "the first failed compile: which, its failure kind and message"),
+         F::of("worst_ratio", &TorchRow::worst_ratio, "the largest output error ratio: compiled RMSE to fp64 / eager's"),
+         F::of("worst_output", &TorchRow::worst_output),
+         F::of("node_ratio", &TorchRow::node_ratio, "the node verdict's worst ratio: compiled local error / eager's"),
+         F::of("node", &TorchRow::node, "the node verdict's first finding, else its worst node"),
+         F::of("culprit", &TorchRow::culprit,
+               "the localization's culprit: a node, or 'first .. last' of a window; empty when none was named"),
+         F::of("culprit_op", &TorchRow::culprit_op), F::of("culprit_source", &TorchRow::culprit_source),
+         F::of("culprit_ratio", &TorchRow::culprit_ratio,
+               "the culprit (op or window) compiled alone on fp64-exact inputs, its error over eager's (the localization's "
+               "verdict on it); 0 without a culprit"),
+         F::of("seconds", &TorchRow::seconds, finite_type())},
+        "one torch's verdict on the graph");
+    return o;
   }
-  return json{{"format", "pt2diff recheck"}, {"schema_version", 1}, {"cases", all}}.dump(2) + "\n";
+};
+
+template <>
+struct Described<NodeChange> {
+  static const Object<NodeChange>& object() {
+    using F = Fields<NodeChange>;
+    static const Object<NodeChange> o(
+        "", {F::of("node", &NodeChange::node), F::of("op", &NodeChange::op), F::of("source", &NodeChange::source),
+             F::of("module_path", &NodeChange::module_path),
+             F::of("before", &NodeChange::before, "compiled local relative error (RMSE / RMS(fp64)) at the good torch"),
+             F::of("after", &NodeChange::after, "the same at the bad torch"),
+             F::of("eager", &NodeChange::eager, "eager's local relative error on the same inputs"),
+             F::of("factor", &NodeChange::factor, "after / before")});
+    return o;
+  }
+};
+
+template <>
+struct Described<Regression> {
+  static const Object<Regression>& object() {
+    using F = Fields<Regression>;
+    static const Object<Regression> o(
+        "", {F::of("good", &Regression::good, "the row that passes"), F::of("bad", &Regression::bad, "the row that fails"),
+             F::of("fixed", &Regression::fixed, "the later torch is the good one"),
+             F::of("changed", &Regression::changed,
+                   "nodes whose compiled local error changed by --change-factor, above eager's own local error; in graph "
+                   "order"),
+             F::of("first_diverging", &Regression::first_diverging,
+                   "the failing torch's culprit: 'node (op) at source'; empty when none was named"),
+             F::of("summary", &Regression::summary)});
+    return o;
+  }
+};
+
+template <>
+struct Described<Bisection> {
+  static const Object<Bisection>& object() {
+    using F = Fields<Bisection>;
+    static const Object<Bisection> o(
+        "", {F::of("first_bad", &Bisection::first_bad, "the row of the first bad torch"), F::of("runs", &Bisection::runs),
+             F::of("summary", &Bisection::summary)});
+    return o;
+  }
+};
+
+template <>
+struct Described<RecheckResult> {
+  static const Object<RecheckResult>& object() {
+    using F = Fields<RecheckResult>;
+    static const Object<RecheckResult> o(
+        "", {F::of("graph", &RecheckResult::graph), F::of("inputs", &RecheckResult::inputs),
+             F::of("rows", &RecheckResult::rows, "one per --torch, in the order given"),
+             F::of("regressions", &RecheckResult::regressions, "one per adjacent pair of judged torches whose verdicts differ"),
+             F::of("bisection", &RecheckResult::bisection, "with --bisect-versions; null otherwise"),
+             F::of("seconds", &RecheckResult::seconds, finite_type())});
+    return o;
+  }
+};
+
+/// The document: its format's name and version around the cases.
+struct RecheckDocument {
+  const std::vector<RecheckResult>& cases;
+};
+
+template <>
+struct Described<RecheckDocument> {
+  static const Object<RecheckDocument>& object() {
+    using F = Fields<RecheckDocument>;
+    static const Object<RecheckDocument> o(
+        "",
+        {F::computed("format", [](const RecheckDocument&) { return std::string("pt2diff recheck"); },
+                     Type{{{"const", "pt2diff recheck"}}}),
+         F::computed("schema_version", [](const RecheckDocument&) { return 1; }, Type{{{"const", 1}}}),
+         F::computed("cases", [](const RecheckDocument& d) { return write_value(d.cases); },
+                     type_of<std::vector<RecheckResult>>())},
+        "What `pt2diff recheck --json` writes (docs/upstream.md): each case (a graph, a repro directory, or a batch "
+        "summary's cases) judged through the compilers of other torch installations, one fp64 reference for all.");
+    return o;
+  }
+};
+
+}  // namespace pt2diff::json_fields
+
+namespace pt2diff {
+
+std::string recheck_to_json(const std::vector<RecheckResult>& cases) {
+  return json_fields::write_value(json_fields::RecheckDocument{cases}).dump(2) + "\n";
+}
+
+std::string recheck_json_schema() {
+  return json_fields::document_schema("pt2diff recheck", json_fields::Described<json_fields::RecheckDocument>::object()).dump(2) +
+         "\n";
 }
 
 }  // namespace pt2diff

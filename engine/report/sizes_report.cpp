@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/report/report_fields.h"
 #include "engine/report/svg_plot.h"
 #include "pt2diff/localize.h"
 #include "pt2diff/sizes.h"
@@ -12,8 +13,6 @@
 namespace pt2diff {
 
 namespace {
-
-using nlohmann::json;
 
 std::string ratio_text(double v) { return std::isinf(v) ? "inf" : v >= 100 ? fmt::format("{:.0f}x", v) : fmt::format("{:.3g}x", v); }
 
@@ -47,7 +46,6 @@ std::string tally(const SizeSweepResult& s, const std::string& symbol) {
   return out;
 }
 
-json json_number(double v) { return std::isfinite(v) ? json(v) : json(std::isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity"); }
 
 }  // namespace
 
@@ -93,37 +91,92 @@ std::string sizes_to_csv(const SizeSweepResult& s) {
   return out;
 }
 
-std::string sizes_to_json(const SizeSweepResult& s) {
-  json points = json::array();
-  for (const SizePoint& p : s.points)
-    points.push_back({{"symbol", p.symbol}, {"size", p.size}, {"judged", p.judged}, {"refused", p.refused},
-                      {"level", p.judged ? level_name(p.level) : "refused"}, {"fails", p.fails}, {"compiled_failed", p.compiled_failed},
-                      {"worst_ratio", json_number(p.worst_ratio)}, {"worst_output", p.worst_output}, {"node_ratio", json_number(p.node_ratio)},
-                      {"node", p.node}, {"culprit", p.culprit}, {"recompiles", p.recompiles}, {"seconds", p.seconds}});
-  json localized = json::array();
-  for (const DiffResult& r : s.localized) localized.push_back(json::parse(to_json(r)));
-  json j = {{"schema_version", 1},
-            {"graph", s.graph},
-            {"inputs", s.inputs},
-            {"symbols", s.symbols},
-            {"described", s.described},
-            {"refused_dims", s.refused_dims},
-            {"shapes", s.shapes ? json::parse(shapes_to_json(*s.shapes)) : json(nullptr)},
-            {"points", points},
-            {"localized", localized},
-            {"static_check", s.static_check ? json{{"symbol", s.static_check->symbol}, {"size", s.static_check->size},
-                                                   {"dynamic_level", level_name(s.static_check->dynamic_level)},
-                                                   {"static_level", level_name(s.static_check->static_level)},
-                                                   {"dynamic_ratio", json_number(s.static_check->dynamic_ratio)},
-                                                   {"static_ratio", json_number(s.static_check->static_ratio)},
-                                                   {"dynamic_node_ratio", json_number(s.static_check->dynamic_node_ratio)},
-                                                   {"static_node_ratio", json_number(s.static_check->static_node_ratio)},
-                                                   {"differ", s.static_check->differ}, {"summary", s.static_check->summary}}
-                                             : json(nullptr)},
-            {"compiles", s.compiles},
-            {"recompiles", s.recompiles},
-            {"seconds", s.seconds}};
-  return j.dump(2) + "\n";
+}  // namespace pt2diff
+
+namespace pt2diff::json_fields {
+
+template <>
+struct Described<SizePoint> {
+  static const Object<SizePoint>& object() {
+    using F = Fields<SizePoint>;
+    static const Object<SizePoint> o(
+        "", {F::of("symbol", &SizePoint::symbol), F::of("size", &SizePoint::size).at_least(0), F::of("judged", &SizePoint::judged),
+             F::of("refused", &SizePoint::refused, "when not judged: one line (outside the exported range, over --max-memory)"),
+             F::computed("level", [](const SizePoint& p) { return std::string(p.judged ? level_name(p.level) : "refused"); },
+                         one_of({"pass", "suspicious", "fail", "refused"})),
+             F::of("fails", &SizePoint::fails, "the run at this size counts as failing (exit 1)"),
+             F::of("compiled_failed", &SizePoint::compiled_failed),
+             F::of("worst_ratio", &SizePoint::worst_ratio, "the largest output error ratio: compiled RMSE to fp64 / eager's"),
+             F::of("worst_output", &SizePoint::worst_output),
+             F::of("node_ratio", &SizePoint::node_ratio,
+                   "the node verdict's worst ratio (the exploded compile against eager, fp64-exact inputs)"),
+             F::of("node", &SizePoint::node, "the node verdict's first finding, else its worst node"),
+             F::of("culprit", &SizePoint::culprit, "the localization's culprit nodes, at the smallest failing size of the symbol"),
+             F::of("recompiles", &SizePoint::recompiles, "compiles this size caused past the first (a guard failed)").at_least(0),
+             F::of("seconds", &SizePoint::seconds, finite_type())});
+    return o;
+  }
+};
+
+template <>
+struct Described<StaticCheck> {
+  static const Object<StaticCheck>& object() {
+    using F = Fields<StaticCheck>;
+    auto level = [](const char* name, Level StaticCheck::*member) {
+      return F::computed(name, [member](const StaticCheck& c) { return std::string(level_name(c.*member)); },
+                         names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail}));
+    };
+    static const Object<StaticCheck> o(
+        "", {F::of("symbol", &StaticCheck::symbol), F::of("size", &StaticCheck::size), level("dynamic_level", &StaticCheck::dynamic_level),
+             level("static_level", &StaticCheck::static_level), F::of("dynamic_ratio", &StaticCheck::dynamic_ratio),
+             F::of("static_ratio", &StaticCheck::static_ratio), F::of("dynamic_node_ratio", &StaticCheck::dynamic_node_ratio),
+             F::of("static_node_ratio", &StaticCheck::static_node_ratio),
+             F::of("differ", &StaticCheck::differ, "the levels differ: one compile is wrong where the other is not"),
+             F::of("summary", &StaticCheck::summary)});
+    return o;
+  }
+};
+
+template <>
+struct Described<SizeSweepResult> {
+  static const Object<SizeSweepResult>& object() {
+    using F = Fields<SizeSweepResult>;
+    static const Object<SizeSweepResult> o(
+        "",
+        {F::computed("schema_version", [](const SizeSweepResult&) { return 1; }, Type{{{"const", 1}}}),
+         F::of("graph", &SizeSweepResult::graph),
+         F::of("inputs", &SizeSweepResult::inputs,
+               "where the base inputs came from; each size cuts or repeats them along the swept dim"),
+         F::of("symbols", &SizeSweepResult::symbols, "the archive's symbols swept, in order"),
+         F::of("described", &SizeSweepResult::described,
+               "per symbol: the input dim and the exported range ('x.size(0) in [2, 64]')"),
+         F::of("refused_dims", &SizeSweepResult::refused_dims, "dims asked for that cannot be swept, one line each"),
+         F::of("shapes", &SizeSweepResult::shapes,
+               "how the first compile of the whole graph treated the dynamic dims; null when the backend does not say"),
+         F::of("points", &SizeSweepResult::points),
+         F::of("localized", &SizeSweepResult::localized, array_type(Type{{{"type", "object"}}}),
+               "the run at each symbol's smallest failing size, localized: each a report of docs/report.schema.json"),
+         F::of("static_check", &SizeSweepResult::static_check,
+               "the graph compiled static too at one size (the smallest failing, else suspicious, else the given size) "
+               "and judged beside the dynamic compile"),
+         F::of("compiles", &SizeSweepResult::compiles,
+               "compiles the sweep's backend made: each region once, every size sharing it"),
+         F::of("recompiles", &SizeSweepResult::recompiles).at_least(0),
+         F::of("seconds", &SizeSweepResult::seconds, finite_type())},
+        "What `pt2diff sizes --json` writes and pt2diff.sweep_sizes() returns (docs/dynamic-shapes.md): one dynamic "
+        "compile judged at every size of the graph's dynamic dims.");
+    return o;
+  }
+};
+
+}  // namespace pt2diff::json_fields
+
+namespace pt2diff {
+
+std::string sizes_to_json(const SizeSweepResult& s) { return json_fields::write_value(s).dump(2) + "\n"; }
+
+std::string sizes_json_schema() {
+  return json_fields::document_schema("pt2diff size sweep", json_fields::Described<SizeSweepResult>::object()).dump(2) + "\n";
 }
 
 std::string sizes_to_html(const SizeSweepResult& s) {

@@ -141,5 +141,8 @@ RecheckResult recheck(const Program& program, const BoundInputs& inputs, const R
 std::string recheck_to_text(const RecheckResult& result);
 /// Every case rechecked (one graph, or each case of a batch summary) as one document: docs/recheck.schema.json.
 std::string recheck_to_json(const std::vector<RecheckResult>& cases);
+/// The JSON schema of recheck_to_json(), read off the description the writer writes by
+/// (engine/report/recheck_report.cpp); docs/recheck.schema.json is this text (JsonSchemas.AreTheDocsSchemas).
+std::string recheck_json_schema();
 
 }  // namespace pt2diff

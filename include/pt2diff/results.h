@@ -272,7 +272,7 @@ std::string to_failure_message(const DiffResult& result);
 /// The report as JSON (docs/report.schema.json).
 std::string to_json(const DiffResult& result);
 /// The JSON schema of to_json()'s report, read off the same description of its fields as the writer
-/// (engine/report/json_report.cpp); docs/report.schema.json is this text (ReportSchema.IsTheDocsSchema).
+/// (engine/report/json_report.cpp); docs/report.schema.json is this text (JsonSchemas.AreTheDocsSchemas).
 std::string report_json_schema();
 
 }  // namespace pt2diff

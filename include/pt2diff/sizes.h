@@ -117,6 +117,9 @@ std::string sizes_to_text(const SizeSweepResult& result);
 std::string sizes_to_csv(const SizeSweepResult& result);
 /// docs/sizes.schema.json.
 std::string sizes_to_json(const SizeSweepResult& result);
+/// The JSON schema of sizes_to_json(), read off the description the writer writes by (engine/report/sizes_report.cpp);
+/// docs/sizes.schema.json is this text (JsonSchemas.AreTheDocsSchemas).
+std::string sizes_json_schema();
 /// One self-contained HTML page: the table and a plot of the worst ratios against the size, failing sizes marked.
 std::string sizes_to_html(const SizeSweepResult& result);
 

@@ -115,13 +115,18 @@ TEST(FlagsRoundTrip, EveryRowOfTheTableAtItsExampleIsWrittenBackAndParsesTheSame
   }
   const std::vector<std::string> written = to_flags(first, default_device(program));
   SCOPED_TRACE(shell_line(written));
-  for (const OptionSpec& spec : option_table())
-    if (spec.commands & kDiffCommand)
+  for (const OptionSpec& spec : option_table()) {
+    if (spec.commands & kDiffCommand) {
       EXPECT_EQ(std::count(written.begin(), written.end(), std::string(spec.flag)), spec.written ? 1 : 0) << spec.flag;
+    }
+  }
   const DiffOptions second = parse(program, written);
   expect_same(first, second);
-  for (const OptionSpec& spec : option_table())
-    if (spec.written && (spec.commands & kDiffCommand)) EXPECT_TRUE(spec.get(first) == spec.get(second)) << spec.flag;
+  for (const OptionSpec& spec : option_table()) {
+    if (spec.written && (spec.commands & kDiffCommand)) {
+      EXPECT_TRUE(spec.get(first) == spec.get(second)) << spec.flag;
+    }
+  }
 }
 
 TEST(FlagsRoundTrip, ShellLineQuotesOnlyWhatNeedsIt) {

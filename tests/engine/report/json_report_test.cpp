@@ -1,5 +1,5 @@
-// tests/engine/report/json_report_test.cpp — docs/report.schema.json is the schema json_report.cpp's description of
-// the report reads off (the writer's own fields), and the writer keeps what its description says.
+// tests/engine/report/json_report_test.cpp — each docs/*.schema.json of the engine's JSON documents (the report, the
+// size sweep, the recheck) is the schema its writer's description reads off, and the writer keeps what it says.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -9,22 +9,34 @@
 #include <string>
 
 #include "pt2diff/diff.h"
+#include "pt2diff/recheck.h"
+#include "pt2diff/sizes.h"
 
 namespace pt2diff {
 namespace {
 
-const std::string kDocsSchema = std::string(PT2DIFF_FIXTURES) + "/../docs/report.schema.json";
+/// Each JSON document the engine writes, its schema as the engine describes it, and its file in docs/.
+struct Document {
+  const char* file;
+  std::string (*schema)();
+};
+const Document kDocuments[] = {{"report.schema.json", report_json_schema},
+                               {"sizes.schema.json", sizes_json_schema},
+                               {"recheck.schema.json", recheck_json_schema}};
 
-TEST(ReportSchema, IsTheDocsSchema) {
-  const std::string want = report_json_schema();
-  if (std::getenv("PT2DIFF_WRITE_SCHEMA")) std::ofstream(kDocsSchema) << want;
-  std::ifstream in(kDocsSchema);
-  ASSERT_TRUE(in) << kDocsSchema;
-  std::stringstream doc;
-  doc << in.rdbuf();
-  EXPECT_TRUE(doc.str() == want)
-      << "docs/report.schema.json is not the schema engine/report/json_report.cpp describes; write it again with "
-         "PT2DIFF_WRITE_SCHEMA=1 build/tests/engine_tests --gtest_filter=ReportSchema.IsTheDocsSchema";
+TEST(JsonSchemas, AreTheDocsSchemas) {
+  for (const Document& d : kDocuments) {
+    const std::string path = std::string(PT2DIFF_FIXTURES) + "/../docs/" + d.file;
+    const std::string want = d.schema();
+    if (std::getenv("PT2DIFF_WRITE_SCHEMA")) std::ofstream(path) << want;
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << path;
+    std::stringstream doc;
+    doc << in.rdbuf();
+    EXPECT_TRUE(doc.str() == want)
+        << "docs/" << d.file << " is not the schema its writer describes; write it again with "
+        << "PT2DIFF_WRITE_SCHEMA=1 build/tests/engine_tests --gtest_filter=JsonSchemas.AreTheDocsSchemas";
+  }
 }
 
 /// Every key a report writes is a property of the schema, at every depth, and every required one is written: a
@@ -42,37 +54,71 @@ void expect_keys_match(const nlohmann::json& value, const nlohmann::json& schema
       ASSERT_TRUE((*s)["properties"].contains(key)) << path << "." << key << " is written but not in the schema";
       expect_keys_match(v, (*s)["properties"][key], root, path + "." + key);
     }
-    for (const std::string& key : (*s)["required"]) EXPECT_TRUE(value.contains(key)) << path << "." << key << " is required";
+    for (const nlohmann::json& key : (*s)["required"])
+      EXPECT_TRUE(value.contains(key.get<std::string>())) << path << "." << key << " is required";
   }
   if (value.is_array() && s->contains("items"))
     for (const nlohmann::json& item : value) expect_keys_match(item, (*s)["items"], root, path + "[]");
 }
 
-TEST(ReportSchema, AReportWithEveryPartWritesTheSchemasFields) {
+TEST(JsonSchemas, AReportWithEveryPartWritesTheSchemasFields) {
   DiffResult r;
-  r.nodes.push_back({.name = "mm", .target = "aten.mm.default", .backward_of = "linear"});
-  r.nodes.back().values.push_back({.name = "mm", .dtype = "float32", .shape = "[2, 2]", .has_compiled_local = true});
-  r.nodes.back().values.push_back({.name = "size", .compared = false});
+  NodeError node;
+  node.name = "mm";
+  node.target = "aten.mm.default";
+  node.backward_of = "linear";
+  ValueError value, size;
+  value.name = "mm";
+  value.has_compiled_local = true;
+  size.name = "size";
+  size.compared = false;
+  node.values = {value, size};
+  r.nodes.push_back(node);
   r.ranking = {0};
-  r.outputs.push_back({.name = "input 'x' after the graph", .value = "x", .written_input = true});
-  r.compiles.push_back({.what = "graph", .failure = FailureKind::TimedOut, .shapes = ShapeCompile{.dims = {DynamicDim{}}}});
-  KernelCall call{.name = "cpp_fused_0", .code = "void kernel() {}"};
-  call.buffers.push_back({.buffer = "buf0", .judged = true});
-  call.buffers.push_back({.buffer = "buf1", .judged = false, .why_not = "an internal step"});
+  OutputVerdict written;
+  written.name = "input 'x' after the graph";
+  written.value = "x";
+  written.written_input = true;
+  r.outputs.push_back(written);
+  CompileRecord compile;
+  compile.what = "graph";
+  compile.failure = FailureKind::TimedOut;
+  compile.shapes = ShapeCompile{};
+  compile.shapes->dims.push_back(DynamicDim{});
+  r.compiles.push_back(compile);
+  KernelCall call;
+  call.name = "cpp_fused_0";
+  call.code = "void kernel() {}";
+  KernelBuffer judged, internal;
+  judged.buffer = "buf0";
+  judged.judged = true;
+  internal.buffer = "buf1";
+  internal.why_not = "an internal step";
+  call.buffers = {judged, internal};
   r.kernels.kernels.push_back(call);
   r.kernels.first_failing = 0;
-  r.kernels.inside = KernelCulprit{.kind = "single_op"};
-  r.kernels.nonfinite_origin = NonfiniteOrigin{.kind = "model"};
+  r.kernels.inside = KernelCulprit{};
+  r.kernels.nonfinite_origin = NonfiniteOrigin{};
   Localization l;
-  l.probes.push_back({.failure = FailureKind::CompileFailed});
-  l.repro = Repro{.artifacts = {{"output_code", "out.py"}}};
-  l.hints.push_back({.kind = "dtype_promotion", .evidence = {{"ratio", 2.0}}});
+  l.probes.emplace_back();
+  l.probes.back().failure = FailureKind::CompileFailed;
+  l.repro = Repro{};
+  l.repro->artifacts.push_back({"output_code", "out.py"});
+  Hint hint;
+  hint.kind = "dtype_promotion";
+  hint.evidence = {{"ratio", 2.0}};
+  l.hints.push_back(hint);
   r.localization = l;
-  r.workaround = Workaround{.nodes = {EagerNode{}}, .levers = {EagerLever{}}};
-  r.node_verdict.findings.push_back({.also = {"mm_1"}, .also_ratios = {3.0}});
+  r.workaround = Workaround{};
+  r.workaround->nodes.emplace_back();
+  r.workaround->levers.emplace_back();
+  NodeFinding finding;
+  finding.also = {"mm_1"};
+  finding.also_ratios = {3.0};
+  r.node_verdict.findings.push_back(finding);
   r.node_verdict.confirmation = NodeConfirmation{};
-  r.autocast.push_back({.node = "wrap_with_autocast"});
-  r.stages.push_back({.name = "plan_run"});
+  r.autocast.emplace_back();
+  r.stages.emplace_back();
   r.eager_nonfinite = "loss is NaN";
   const nlohmann::json report = nlohmann::json::parse(to_json(r));
   const nlohmann::json schema = nlohmann::json::parse(report_json_schema());
@@ -82,10 +128,14 @@ TEST(ReportSchema, AReportWithEveryPartWritesTheSchemasFields) {
   EXPECT_EQ(report["kernels"]["kernels"][0]["buffers"][1].count("metrics"), 0u) << "an unjudged buffer has no metrics";
 }
 
-TEST(ReportSchema, NonFiniteNumbersAreStrings) {
+TEST(JsonSchemas, NonFiniteNumbersAreStrings) {
   DiffResult r;
   r.node_verdict.worst_ratio = INFINITY;
-  r.nodes.push_back({.name = "mm", .local_ulp = NAN, .compiled_local_ulp = -1});
+  NodeError node;
+  node.name = "mm";
+  node.local_ulp = NAN;
+  node.compiled_local_ulp = -1;
+  r.nodes.push_back(node);
   const nlohmann::json report = nlohmann::json::parse(to_json(r));
   EXPECT_EQ(report["node_verdict"]["worst_ratio"], "Infinity");
   EXPECT_EQ(report["nodes"][0]["local_ulp"], "NaN");

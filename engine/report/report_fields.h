@@ -1,0 +1,20 @@
+// engine/report/report_fields.h — the report's object descriptions (json_report.cpp) that other documents hold: the
+// size sweep's compile shapes and its localized runs are the report's own objects, described once.
+#pragma once
+
+#include "engine/report/json_fields.h"
+#include "pt2diff/results.h"
+
+namespace pt2diff::json_fields {
+
+template <>
+struct Described<ShapeCompile> {
+  static const Object<ShapeCompile>& object();
+};
+
+template <>
+struct Described<DiffResult> {
+  static const Object<DiffResult>& object();
+};
+
+}  // namespace pt2diff::json_fields
