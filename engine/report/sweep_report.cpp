@@ -5,14 +5,13 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/report/json_fields.h"
 #include "engine/report/svg_plot.h"
 #include "pt2diff/sweep.h"
 
 namespace pt2diff {
 
 namespace {
-
-using nlohmann::json;
 
 std::string multiplier_label(double m) { return m > 0 ? fmt::format("{:g}", m) : "rule"; }
 
@@ -76,16 +75,6 @@ std::string sweep_to_text(const SweepResult& s) {
   return out;
 }
 
-/// The node verdict of the sweep's one set of runs (the same at every point): its level and findings.
-static nlohmann::json node_verdict_summary(const NodeVerdict& nv) {
-  nlohmann::json findings = nlohmann::json::array();
-  for (const NodeFinding& f : nv.findings)
-    findings.push_back({{"node", f.node}, {"op", f.op}, {"source", f.source}, {"module_path", f.module_path}, {"level", level_name(f.level)},
-                        {"ratio", std::isinf(f.ratio) ? nlohmann::json("Infinity") : nlohmann::json(f.ratio)}, {"also", f.also}});
-  return {{"available", nv.available}, {"level", level_name(nv.level)}, {"worst_ratio", std::isinf(nv.worst_ratio) ? nlohmann::json("Infinity") : nlohmann::json(nv.worst_ratio)},
-          {"worst_node", nv.worst_node}, {"findings", std::move(findings)}};
-}
-
 std::string sweep_to_csv(const SweepResult& s) {
   std::string out = "tol,multiplier,output,pass,reason,local_failures,propagated_failures,first_diverging,culprit,level\n";
   for (const SweepPoint& p : s.points)
@@ -96,43 +85,204 @@ std::string sweep_to_csv(const SweepResult& s) {
   return out;
 }
 
-std::string sweep_to_json(const SweepResult& s) {
-  json points = json::array();
-  for (const SweepPoint& p : s.points) {
-    json outputs = json::array();
-    for (const Verdict& v : p.outputs)
-      outputs.push_back({{"pass", v.pass}, {"level", level_name(v.level)}, {"reason", v.reason}, {"detail", v.detail},
-                         {"error_ratio", std::isfinite(v.error_ratio) ? json(v.error_ratio) : json("Infinity")},
-                         {"blind_spot", v.blind_spot.empty() ? json(nullptr) : json(v.blind_spot)}});
-    json jp = {{"tol", p.tol},
-               {"multiplier", p.multiplier > 0 ? json(p.multiplier) : json(nullptr)},
-               {"outputs", outputs},
-               {"failing_outputs", p.failing_outputs},
-               {"suspicious_outputs", p.suspicious_outputs},
-               {"local_failures", p.local_failures},
-               {"propagated_failures", p.propagated_failures},
-               {"first_diverging", p.first_diverging.empty() ? json(nullptr) : json(p.first_diverging)}};
-    if (p.localization) {
-      const Culprit& c = p.localization->culprit;
-      jp["localization"] = {{"kind", culprit_kind_name(c.kind)}, {"conclusion", culprit_conclusion_name(c.conclusion)}, {"nodes", c.nodes}, {"ops", c.ops},
-                            {"summary", c.summary}, {"compiles", p.localization->compiles}};
-    }
-    points.push_back(jp);
+}  // namespace pt2diff
+
+namespace pt2diff::json_fields {
+
+/// One output's verdict at one point.
+struct SweepVerdict {
+  const Verdict& verdict;
+};
+
+template <>
+struct Described<SweepVerdict> {
+  static const Object<SweepVerdict>& object() {
+    using F = Fields<SweepVerdict>;
+    const Verdict& (*v)(const SweepVerdict&) = [](const SweepVerdict& s) -> const Verdict& { return s.verdict; };
+    static const Object<SweepVerdict> o(
+        "", {F::of("pass", v, &Verdict::pass),
+             F::computed("level", [v](const SweepVerdict& s) { return std::string(level_name(v(s).level)); },
+                         names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail})),
+             F::of("reason", v, &Verdict::reason), F::of("detail", v, &Verdict::detail),
+             F::of("error_ratio", v, &Verdict::error_ratio,
+                   "RMSE(compiled, fp64) / max(RMSE(eager, fp64), eager's rounding floor)"),
+             F::computed("blind_spot",
+                         [v](const SweepVerdict& s) {
+                           return v(s).blind_spot.empty() ? std::optional<std::string>() : v(s).blind_spot;
+                         },
+                         one_of({"atol_dominates", "rmse_slack_dominates"}).or_null(),
+                         "why the rule cannot see a 1% error in this output (docs/verdicts.md)")});
+    return o;
   }
-  json outputs = json::array();
-  for (size_t i = 0; i < s.run.outputs.size(); ++i) {
-    json min_tol = json::array();
-    for (const auto& t : s.min_passing_tol[i]) min_tol.push_back(t ? json(*t) : json(nullptr));
-    outputs.push_back({{"name", s.run.outputs[i].name}, {"min_passing_tol", min_tol}});
+};
+
+/// Wrappers of each element, for a list of values a document shows in short.
+template <class Wrapper, class T>
+std::vector<Wrapper> wrapped(const std::vector<T>& all) {
+  std::vector<Wrapper> out;
+  for (const T& v : all) out.push_back(Wrapper{v});
+  return out;
+}
+
+/// A point's localization, in short: the culprit and what it cost.
+struct SweepCulprit {
+  const Localization& localization;
+};
+
+template <>
+struct Described<SweepCulprit> {
+  static const Object<SweepCulprit>& object() {
+    using F = Fields<SweepCulprit>;
+    using C = Culprit::Conclusion;
+    const Culprit& (*culprit)(const SweepCulprit&) = [](const SweepCulprit& c) -> const Culprit& { return c.localization.culprit; };
+    static const Object<SweepCulprit> o(
+        "", {F::computed("kind", [culprit](const SweepCulprit& c) { return std::string(culprit_kind_name(culprit(c).kind)); },
+                         names_of(culprit_kind_name, {Culprit::Kind::SingleOp, Culprit::Kind::Window, Culprit::Kind::Flaky,
+                                                      Culprit::Kind::Inconclusive})),
+             F::computed("conclusion",
+                         [culprit](const SweepCulprit& c) { return std::string(culprit_conclusion_name(culprit(c).conclusion)); },
+                         names_upto(culprit_conclusion_name, C::RandomStream)),
+             F::of("nodes", culprit, &Culprit::nodes), F::of("ops", culprit, &Culprit::ops),
+             F::of("summary", culprit, &Culprit::summary),
+             F::computed("compiles", [](const SweepCulprit& c) { return c.localization.compiles; })});
+    return o;
   }
-  json multipliers = json::array();
-  for (double m : s.multipliers) multipliers.push_back(m > 0 ? json(m) : json(nullptr));
-  json j = {{"graph", s.run.graph},       {"inputs", s.run.inputs},     {"compiled", s.run.compiled},
-            {"rule", rule_name(s.run.rule)}, {"suspicious_ratio", s.run.rule.suspicious_ratio}, {"multipliers", multipliers}, {"outputs", outputs},
-            {"node_verdict", node_verdict_summary(s.run.node_verdict)},
-            {"points", points},           {"compiles", s.compiles},     {"run_seconds", s.run_seconds},
-            {"judge_seconds", s.judge_seconds}, {"localize_seconds", s.localize_seconds}};
-  return j.dump(1) + "\n";
+};
+
+template <>
+struct Described<SweepPoint> {
+  static const Object<SweepPoint>& object() {
+    using F = Fields<SweepPoint>;
+    static const Object<SweepPoint> o(
+        "", {F::of("tol", &SweepPoint::tol, Type{{{"type", "number"}, {"exclusiveMinimum", 0}}}),
+             F::computed("multiplier",
+                         [](const SweepPoint& p) { return p.multiplier > 0 ? std::optional<double>(p.multiplier) : std::nullopt; },
+                         finite_type().or_null()),
+             F::computed("outputs", [](const SweepPoint& p) { return wrapped<SweepVerdict>(p.outputs); },
+                         "one verdict per output, in the order of the top-level 'outputs'"),
+             F::of("failing_outputs", &SweepPoint::failing_outputs),
+             F::of("suspicious_outputs", &SweepPoint::suspicious_outputs, "outputs the rule passes whose level is suspicious"),
+             F::of("local_failures", &SweepPoint::local_failures, "nodes whose compiled local result fails the rule"),
+             F::of("propagated_failures", &SweepPoint::propagated_failures,
+                   "nodes whose eager value is not allclose to fp64 at tol"),
+             F::computed("first_diverging",
+                         [](const SweepPoint& p) {
+                           return p.first_diverging.empty() ? std::optional<std::string>() : p.first_diverging;
+                         }),
+             F::computed("localization", [](const SweepPoint& p) { return write_value(SweepCulprit{*p.localization}); },
+                         Described<SweepCulprit>::object().type(), "where an output fails, with --localize")
+                 .only_when([](const SweepPoint& p) { return p.localization.has_value(); })});
+    return o;
+  }
+};
+
+/// A finding of the run's node verdict, in short.
+struct SweepFinding {
+  const NodeFinding& finding;
+};
+
+template <>
+struct Described<SweepFinding> {
+  static const Object<SweepFinding>& object() {
+    using F = Fields<SweepFinding>;
+    const NodeFinding& (*f)(const SweepFinding&) = [](const SweepFinding& s) -> const NodeFinding& { return s.finding; };
+    static const Object<SweepFinding> o(
+        "", {F::of("node", f, &NodeFinding::node), F::of("op", f, &NodeFinding::op), F::of("source", f, &NodeFinding::source),
+             F::of("module_path", f, &NodeFinding::module_path),
+             F::computed("level", [f](const SweepFinding& s) { return std::string(level_name(f(s).level)); },
+                         names_of(level_name, {Level::Suspicious, Level::Fail})),
+             F::of("ratio", f, &NodeFinding::ratio), F::of("also", f, &NodeFinding::also)});
+    return o;
+  }
+};
+
+/// The run's node verdict, in short.
+struct SweepNodeVerdict {
+  const NodeVerdict& verdict;
+};
+
+template <>
+struct Described<SweepNodeVerdict> {
+  static const Object<SweepNodeVerdict>& object() {
+    using F = Fields<SweepNodeVerdict>;
+    const NodeVerdict& (*v)(const SweepNodeVerdict&) = [](const SweepNodeVerdict& s) -> const NodeVerdict& { return s.verdict; };
+    static const Object<SweepNodeVerdict> o(
+        "", {F::of("available", v, &NodeVerdict::available),
+             F::computed("level", [v](const SweepNodeVerdict& s) { return std::string(level_name(v(s).level)); },
+                         names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail})),
+             F::of("worst_ratio", v, &NodeVerdict::worst_ratio), F::of("worst_node", v, &NodeVerdict::worst_node),
+             F::computed("findings", [v](const SweepNodeVerdict& s) { return wrapped<SweepFinding>(v(s).findings); })},
+        "the run's node verdict (docs/verdicts.md, 'Node evidence'), the same at every point: nodes whose compiled local "
+        "error stands out against eager's");
+    return o;
+  }
+};
+
+/// An output with the smallest tolerance that passes it, per multiplier.
+struct SweepOutput {
+  std::string name;
+  std::vector<std::optional<double>> min_passing_tol;
+};
+
+template <>
+struct Described<SweepOutput> {
+  static const Object<SweepOutput>& object() {
+    using F = Fields<SweepOutput>;
+    static const Object<SweepOutput> o(
+        "", {F::of("name", &SweepOutput::name),
+             F::of("min_passing_tol", &SweepOutput::min_passing_tol, array_type(finite_type().or_null()),
+                   "per multiplier (same order as 'multipliers'): the smallest tolerance that passes, to 0.1%; null: none "
+                   "up to 1e3")});
+    return o;
+  }
+};
+
+template <>
+struct Described<SweepResult> {
+  static const Object<SweepResult>& object() {
+    using F = Fields<SweepResult>;
+    const DiffResult& (*run)(const SweepResult&) = [](const SweepResult& s) -> const DiffResult& { return s.run; };
+    static const Object<SweepResult> o(
+        "",
+        {F::of("graph", run, &DiffResult::graph), F::of("inputs", run, &DiffResult::inputs),
+         F::of("compiled", run, &DiffResult::compiled, "the compiled side, as the backend names itself"),
+         F::computed("rule", [](const SweepResult& s) { return rule_name(s.run.rule); }, one_of({"same", "allclose"})),
+         F::computed("suspicious_ratio", [](const SweepResult& s) { return s.run.rule.suspicious_ratio; }, finite_type(),
+                     "--suspicious-ratio: a passing output this many times farther from fp64 than eager is suspicious (0: "
+                     "never)")
+             .at_least(0),
+         F::computed("multipliers",
+                     [](const SweepResult& s) {
+                       std::vector<std::optional<double>> out;
+                       for (double m : s.multipliers) out.push_back(m > 0 ? std::optional<double>(m) : std::nullopt);
+                       return out;
+                     },
+                     Type{{{"type", "array"}, {"minItems", 1}, {"items", finite_type().or_null().schema}}},
+                     "the multiplier axis; null: the rule's own multipliers"),
+         F::computed("outputs",
+                     [](const SweepResult& s) {
+                       std::vector<SweepOutput> out;
+                       for (size_t i = 0; i < s.run.outputs.size(); ++i) out.push_back({s.run.outputs[i].name, s.min_passing_tol[i]});
+                       return out;
+                     }),
+         F::computed("node_verdict", [](const SweepResult& s) { return SweepNodeVerdict{s.run.node_verdict}; }),
+         F::of("points", &SweepResult::points),
+         F::of("compiles", &SweepResult::compiles), F::of("run_seconds", &SweepResult::run_seconds, finite_type()),
+         F::of("judge_seconds", &SweepResult::judge_seconds, finite_type()),
+         F::of("localize_seconds", &SweepResult::localize_seconds, finite_type())},
+        "One set of runs judged at every point of a tolerance grid (docs/usage.md, 'Tolerance sweeps').");
+    return o;
+  }
+};
+
+}  // namespace pt2diff::json_fields
+
+namespace pt2diff {
+
+std::string sweep_to_json(const SweepResult& s) { return json_fields::write_value(s).dump(1) + "\n"; }
+
+std::string sweep_json_schema() {
+  return json_fields::document_schema("pt2diff sweep --json", json_fields::Described<SweepResult>::object()).dump(2) + "\n";
 }
 
 std::string sweep_to_svg(const SweepResult& s) {

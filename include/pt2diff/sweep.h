@@ -77,6 +77,9 @@ std::string sweep_to_text(const SweepResult& result);
 std::string sweep_to_csv(const SweepResult& result);
 /// docs/sweep.schema.json.
 std::string sweep_to_json(const SweepResult& result);
+/// The JSON schema of sweep_to_json(), read off the description the writer writes by (engine/report/sweep_report.cpp);
+/// docs/sweep.schema.json is this text (JsonSchemas.AreTheDocsSchemas).
+std::string sweep_json_schema();
 /// An SVG plot: failing outputs and failing node counts against the tolerance (log axis), with each
 /// output's minimum passing tolerance marked.
 std::string sweep_to_svg(const SweepResult& result);

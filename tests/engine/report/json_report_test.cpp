@@ -11,6 +11,7 @@
 #include "pt2diff/diff.h"
 #include "pt2diff/recheck.h"
 #include "pt2diff/sizes.h"
+#include "pt2diff/sweep.h"
 
 namespace pt2diff {
 namespace {
@@ -22,7 +23,8 @@ struct Document {
 };
 const Document kDocuments[] = {{"report.schema.json", report_json_schema},
                                {"sizes.schema.json", sizes_json_schema},
-                               {"recheck.schema.json", recheck_json_schema}};
+                               {"recheck.schema.json", recheck_json_schema},
+                               {"sweep.schema.json", sweep_json_schema}};
 
 TEST(JsonSchemas, AreTheDocsSchemas) {
   for (const Document& d : kDocuments) {
