@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "graphs/json_fields.h"
 #include "pt2diff/graph.h"
 
 namespace pt2diff {
@@ -16,3 +17,13 @@ nlohmann::json autocast_json(const std::vector<AutocastRegion>& regions);
 nlohmann::json inlined_json(const std::vector<InlinedRegion>& regions);
 
 }  // namespace pt2diff
+
+namespace pt2diff::json_fields {
+
+/// An autocast region as inspect's document and the diff report both show it (inspect_json.cpp).
+template <>
+struct Described<AutocastRegion> {
+  static const Object<AutocastRegion>& object();
+};
+
+}  // namespace pt2diff::json_fields

@@ -7,7 +7,8 @@
 
 #include "graphs/rules/rule_registry.h"
 #include "engine/hints/hint_registry.h"
-#include "engine/report/json_fields.h"
+#include "engine/inspect/autocast_json.h"
+#include "graphs/json_fields.h"
 #include "engine/report/report_fields.h"
 #include "pt2diff/diff.h"
 
@@ -690,19 +691,6 @@ struct Described<RunDevices> {
                "the most resident memory the engine process has had since it started (Linux VmHWM; the workers are other "
                "processes); -1 where unknown")},
         "where pt2diff's own runs executed (--device, --reference-device)");
-    return o;
-  }
-};
-
-template <>
-struct Described<AutocastRegion> {
-  static const Object<AutocastRegion>& object() {
-    using F = Fields<AutocastRegion>;
-    static const Object<AutocastRegion> o(
-        "", {F::of("node", &AutocastRegion::node), F::of("device_type", &AutocastRegion::device_type),
-             F::of("dtype", &AutocastRegion::dtype), F::of("enabled", &AutocastRegion::enabled),
-             F::of("cache_enabled", &AutocastRegion::cache_enabled), F::of("depth", &AutocastRegion::depth).at_least(0),
-             F::of("body_nodes", &AutocastRegion::body_nodes)});
     return o;
   }
 };

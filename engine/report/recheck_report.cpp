@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/report/json_fields.h"
+#include "graphs/json_fields.h"
 #include "pt2diff/recheck.h"
 
 namespace pt2diff {

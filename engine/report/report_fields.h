@@ -2,7 +2,7 @@
 // size sweep's compile shapes and its localized runs are the report's own objects, described once.
 #pragma once
 
-#include "engine/report/json_fields.h"
+#include "graphs/json_fields.h"
 #include "pt2diff/results.h"
 
 namespace pt2diff::json_fields {

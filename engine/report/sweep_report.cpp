@@ -5,7 +5,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/report/json_fields.h"
+#include "graphs/json_fields.h"
 #include "engine/report/svg_plot.h"
 #include "pt2diff/sweep.h"
 

@@ -75,5 +75,8 @@ InspectReport inspect(const Program& program, const std::optional<UserInputs>& i
 std::string to_text(const InspectReport& report);
 /// The same as JSON (schema: docs/inspect.schema.json).
 std::string to_json(const InspectReport& report);
+/// The JSON schema of to_json(InspectReport), read off the description the writer writes by
+/// (engine/inspect/inspect_json.cpp); docs/inspect.schema.json is this text (JsonSchemas.AreTheDocsSchemas).
+std::string inspect_json_schema();
 
 }  // namespace pt2diff

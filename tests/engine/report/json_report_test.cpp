@@ -9,6 +9,7 @@
 #include <string>
 
 #include "pt2diff/diff.h"
+#include "pt2diff/inspect.h"
 #include "pt2diff/recheck.h"
 #include "pt2diff/sizes.h"
 #include "pt2diff/sweep.h"
@@ -24,7 +25,8 @@ struct Document {
 const Document kDocuments[] = {{"report.schema.json", report_json_schema},
                                {"sizes.schema.json", sizes_json_schema},
                                {"recheck.schema.json", recheck_json_schema},
-                               {"sweep.schema.json", sweep_json_schema}};
+                               {"sweep.schema.json", sweep_json_schema},
+                               {"inspect.schema.json", inspect_json_schema}};
 
 TEST(JsonSchemas, AreTheDocsSchemas) {
   for (const Document& d : kDocuments) {

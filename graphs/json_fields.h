@@ -1,4 +1,4 @@
-// engine/report/json_fields.h — a JSON document declared once: each object's fields, with their types, their meaning
+// graphs/json_fields.h — a JSON document declared once: each object's fields, with their types, their meaning
 // and where each comes from in the C++ value. The writer (Object::write) and the JSON schema (Object::schema) are both
 // read off that one description, so a field cannot be written without being in the schema or the other way round.
 //
@@ -106,6 +106,15 @@ template <class T>
 struct IsVector : std::false_type {};
 template <class T>
 struct IsVector<std::vector<T>> : std::true_type {};
+/// A list of (name, value) pairs, written as a JSON object keyed by name.
+template <class T>
+struct IsNamedList : std::false_type {};
+template <class V>
+struct IsNamedList<std::vector<std::pair<std::string, V>>> : std::true_type {};
+template <class T>
+struct IsMap : std::false_type {};
+template <class V>
+struct IsMap<std::map<std::string, V>> : std::true_type {};
 template <class T>
 struct IsOptional : std::false_type {};
 template <class T>
@@ -119,7 +128,10 @@ Type type_of() {
   else if constexpr (std::is_integral_v<M> && std::is_unsigned_v<M>) return {{{"type", "integer"}, {"minimum", 0}}};
   else if constexpr (std::is_integral_v<M>) return integer_type();
   else if constexpr (std::is_floating_point_v<M>) return number_type();
-  else if constexpr (IsVector<M>::value) return array_type(type_of<typename M::value_type>());
+  else if constexpr (IsNamedList<M>::value || IsMap<M>::value) {
+    using V = typename M::value_type::second_type;  // a map's value_type is a pair too
+    return {{{"type", "object"}, {"additionalProperties", type_of<V>().schema}}};
+  } else if constexpr (IsVector<M>::value) return array_type(type_of<typename M::value_type>());
   else if constexpr (IsOptional<M>::value) return type_of<typename M::value_type>().or_null();
   else if constexpr (std::is_same_v<M, json>) return Type{json::object()};
   else return Described<M>::object().type();
@@ -132,7 +144,11 @@ json write_value(const M& v) {
   else if constexpr (std::is_same_v<M, std::string> || std::is_same_v<M, bool> || std::is_integral_v<M> ||
                      std::is_same_v<M, json>)
     return v;
-  else if constexpr (IsVector<M>::value) {
+  else if constexpr (IsNamedList<M>::value || IsMap<M>::value) {
+    json out = json::object();
+    for (const auto& [name, value] : v) out[name] = write_value(value);
+    return out;
+  } else if constexpr (IsVector<M>::value) {
     json out = json::array();
     for (const auto& e : v) out.push_back(write_value(e));
     return out;
