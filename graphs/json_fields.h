@@ -2,16 +2,15 @@
 // and where each comes from in the C++ value. The writer (Object::write) and the JSON schema (Object::schema) are both
 // read off that one description, so a field cannot be written without being in the schema or the other way round.
 //
-//   const Object<Metrics>& metrics() {
+//   Object<Metrics> describe(Tag<Metrics>) {
 //     using F = Fields<Metrics>;
-//     static const Object<Metrics> o("metrics", {F::of("numel", &Metrics::numel).at_least(0),
-//                                                F::of("rmse", &Metrics::rmse, "sqrt(mean((x - ref)^2))")});
-//     return o;
+//     return Object<Metrics>("metrics", {F::of("numel", &Metrics::numel).at_least(0),
+//                                        F::of("rmse", &Metrics::rmse, "sqrt(mean((x - ref)^2))")});
 //   }
 //
 // A field's schema type follows from its C++ type (type_of): std::string, bool, integers, double (a `number`: JSON has
 // no NaN, so non-finite values are the strings 'NaN', 'Infinity', '-Infinity'), std::vector, std::optional (null when
-// empty) and any struct with a Described<> object. Enumerations and computed values say their type themselves.
+// empty) and any struct with a describe(Tag<T>). Enumerations and computed values say their type themselves.
 #pragma once
 
 #include <cmath>
@@ -91,9 +90,14 @@ inline json number(double v) {
 template <class T>
 class Object;
 
-/// Specialise for a struct written as an object: `static const Object<T>& object();`.
+/// Names a described type for overloading: a struct written as an object has `Object<T> describe(Tag<T>)`, found
+/// by argument-dependent lookup (declared in json_fields' namespace or the type's own).
 template <class T>
-struct Described;
+struct Tag {};
+
+/// The one Object of a described type, made by its describe() on first use.
+template <class T>
+const Object<T>& object_of();
 
 /// The schemas of the objects with a $defs name, by that name: filled as each Object is made, read by
 /// document_schema() for the references a document holds.
@@ -134,7 +138,7 @@ Type type_of() {
   } else if constexpr (IsVector<M>::value) return array_type(type_of<typename M::value_type>());
   else if constexpr (IsOptional<M>::value) return type_of<typename M::value_type>().or_null();
   else if constexpr (std::is_same_v<M, json>) return Type{json::object()};
-  else return Described<M>::object().type();
+  else return object_of<M>().type();
 }
 
 /// A C++ value as JSON, as type_of<M>() describes it.
@@ -155,7 +159,7 @@ json write_value(const M& v) {
   } else if constexpr (IsOptional<M>::value) {
     return v ? write_value(*v) : json(nullptr);
   } else {
-    return Described<M>::object().write(v);
+    return object_of<M>().write(v);
   }
 }
 
@@ -269,6 +273,12 @@ class Object {
   std::vector<Field<T>> fields_;
   std::string description_;
 };
+
+template <class T>
+const Object<T>& object_of() {
+  static const Object<T> object = describe(Tag<T>{});  // made in place: the $defs registry keeps its address
+  return object;
+}
 
 /// A whole document's schema: `top`'s, with the $defs its references name (transitively), `number` among them.
 template <class T>

@@ -21,9 +21,6 @@ nlohmann::json inlined_json(const std::vector<InlinedRegion>& regions);
 namespace pt2diff::json_fields {
 
 /// An autocast region as inspect's document and the diff report both show it (inspect_json.cpp).
-template <>
-struct Described<AutocastRegion> {
-  static const Object<AutocastRegion>& object();
-};
+Object<AutocastRegion> describe(Tag<AutocastRegion>);
 
 }  // namespace pt2diff::json_fields

@@ -8,16 +8,15 @@
 
 namespace pt2diff::json_fields {
 
-const Object<AutocastRegion>& Described<AutocastRegion>::object() {
+Object<AutocastRegion> describe(Tag<AutocastRegion>) {
   using F = Fields<AutocastRegion>;
-  static const Object<AutocastRegion> o(
+  return Object<AutocastRegion>(
       "", {F::of("node", &AutocastRegion::node), F::of("device_type", &AutocastRegion::device_type),
            F::of("dtype", &AutocastRegion::dtype, "the autocast dtype: bfloat16, float16"),
            F::of("enabled", &AutocastRegion::enabled, "false: a region turning autocast off"),
            F::of("cache_enabled", &AutocastRegion::cache_enabled),
            F::of("depth", &AutocastRegion::depth, "0: in the top-level graph; n: inside n higher-order ops' bodies").at_least(0),
            F::of("body_nodes", &AutocastRegion::body_nodes)});
-  return o;
 }
 
 /// The names an inlined region's body nodes and values take (graphs/inline_region.h).
@@ -25,14 +24,10 @@ struct InlinedNames {
   std::vector<std::pair<std::string, std::string>> nodes, values;
 };
 
-template <>
-struct Described<InlinedNames> {
-  static const Object<InlinedNames>& object() {
-    using F = Fields<InlinedNames>;
-    static const Object<InlinedNames> o("", {F::of("nodes", &InlinedNames::nodes), F::of("values", &InlinedNames::values)});
-    return o;
-  }
-};
+Object<InlinedNames> describe(Tag<InlinedNames>) {
+  using F = Fields<InlinedNames>;
+  return Object<InlinedNames>("", {F::of("nodes", &InlinedNames::nodes), F::of("values", &InlinedNames::values)});
+}
 
 static std::map<std::string, InlinedNames> inlined_names(const std::vector<InlinedRegion>& regions) {
   std::map<std::string, InlinedNames> out;
@@ -40,65 +35,45 @@ static std::map<std::string, InlinedNames> inlined_names(const std::vector<Inlin
   return out;
 }
 
-template <>
-struct Described<InspectReport::Tensor> {
-  static const Object<InspectReport::Tensor>& object() {
-    using F = Fields<InspectReport::Tensor>;
-    using T = InspectReport::Tensor;
-    static const Object<InspectReport::Tensor> o(
-        "tensor", {F::of("name", &T::name, "graph name ('x') or constant name ('temperature')"),
+Object<InspectReport::Tensor> describe(Tag<InspectReport::Tensor>) {
+  using F = Fields<InspectReport::Tensor>;
+  using T = InspectReport::Tensor;
+  return Object<InspectReport::Tensor>(        "tensor", {F::of("name", &T::name, "graph name ('x') or constant name ('temperature')"),
                    F::of("role", &T::role, "user_input, constant_input, user_output, buffer_mutation of NAME, ..."),
                    F::of("type", &T::type, "'float32[4, 32]', 'float32[s77, 16]', 'specialized to 0.5'"),
                    F::of("device", &T::device, "'cpu', 'cuda:0', or '' for non-tensors")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<InspectReport::Op> {
-  static const Object<InspectReport::Op>& object() {
-    using F = Fields<InspectReport::Op>;
-    using Op = InspectReport::Op;
-    static const Object<InspectReport::Op> o(
-        "op", {F::of("target", &Op::target, "torch.ops.aten.linear.default"),
+Object<InspectReport::Op> describe(Tag<InspectReport::Op>) {
+  using F = Fields<InspectReport::Op>;
+  using Op = InspectReport::Op;
+  return Object<InspectReport::Op>(        "op", {F::of("target", &Op::target, "torch.ops.aten.linear.default"),
                F::of("count", &Op::count, "nodes calling it, subgraphs included"),
                F::of("route", &Op::route,
                      one_of({"dispatcher", "higher-order (subgraphs)", "scalar (C++)", "math attention (CUDA-only op)", "unsupported"})),
                F::of("unsupported_reason", &Op::unsupported_reason, "empty unless route is unsupported"),
                F::of("nodes", &Op::nodes, "names of the nodes calling it")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<InspectReport::Binding> {
-  static const Object<InspectReport::Binding>& object() {
-    using F = Fields<InspectReport::Binding>;
-    using B = InspectReport::Binding;
-    static const Object<InspectReport::Binding> o(
-        "", {F::of("origin", &B::origin, "inputs file, 'sample inputs' or 'random (seed N)'"), F::of("ok", &B::ok),
+Object<InspectReport::Binding> describe(Tag<InspectReport::Binding>) {
+  using F = Fields<InspectReport::Binding>;
+  using B = InspectReport::Binding;
+  return Object<InspectReport::Binding>(        "", {F::of("origin", &B::origin, "inputs file, 'sample inputs' or 'random (seed N)'"), F::of("ok", &B::ok),
              F::of("message", &B::message, "the bind error when ok is false"),
              F::of("values", &B::values, "each input by name: what was bound to it")});
-    return o;
-  }
-};
+}
 
 /// The weights' counts and bytes, as one object of the document.
 struct Weights {
   int64_t parameters, buffers, constants, custom_objects, bytes;
 };
 
-template <>
-struct Described<Weights> {
-  static const Object<Weights>& object() {
-    using F = Fields<Weights>;
-    static const Object<Weights> o(
-        "", {F::of("parameters", &Weights::parameters).at_least(0), F::of("buffers", &Weights::buffers).at_least(0),
+Object<Weights> describe(Tag<Weights>) {
+  using F = Fields<Weights>;
+  return Object<Weights>(        "", {F::of("parameters", &Weights::parameters).at_least(0), F::of("buffers", &Weights::buffers).at_least(0),
              F::of("constants", &Weights::constants).at_least(0), F::of("custom_objects", &Weights::custom_objects).at_least(0),
              F::of("bytes", &Weights::bytes, "distinct storages, shared ones counted once").at_least(0)});
-    return o;
-  }
-};
+}
 
 /// What the main job's runs would hold at once, as one object of the document.
 struct Memory {
@@ -106,24 +81,16 @@ struct Memory {
   std::string largest;
 };
 
-template <>
-struct Described<Memory> {
-  static const Object<Memory>& object() {
-    using F = Fields<Memory>;
-    static const Object<Memory> o(
-        "", {F::of("bytes", &Memory::bytes, finite_type()).at_least(0), F::of("largest", &Memory::largest)},
+Object<Memory> describe(Tag<Memory>) {
+  using F = Fields<Memory>;
+  return Object<Memory>(        "", {F::of("bytes", &Memory::bytes, finite_type()).at_least(0), F::of("largest", &Memory::largest)},
         "what the main job's runs would hold at once (the --max-memory estimate, exploded compile included)");
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<InspectReport> {
-  static const Object<InspectReport>& object() {
-    using F = Fields<InspectReport>;
-    using R = InspectReport;
-    static const Object<InspectReport> o(
-        "",
+Object<InspectReport> describe(Tag<InspectReport>) {
+  using F = Fields<InspectReport>;
+  using R = InspectReport;
+  return Object<InspectReport>(        "",
         {F::of("path", &R::path), F::of("model", &R::model_name, "which models/<name>.json was read"),
          F::of("torch_version", &R::torch_version, "the torch that wrote the archive"),
          F::of("schema", &R::schema, "export schema 'major.minor'"),
@@ -148,9 +115,7 @@ struct Described<InspectReport> {
          F::computed("memory", [](const R& r) { return Memory{r.memory_bytes, r.memory_largest}; }),
          F::of("binding", &R::binding, "the inputs bound: the given ones, else the sample inputs; null when neither")},
         "What `pt2diff inspect --json` writes: what the archive holds and whether pt2diff can run it (docs/usage.md).");
-    return o;
-  }
-};
+}
 
 }  // namespace pt2diff::json_fields
 
@@ -165,7 +130,7 @@ nlohmann::json inlined_json(const std::vector<InlinedRegion>& regions) {
 std::string to_json(const InspectReport& r) { return json_fields::write_value(r).dump(2) + "\n"; }
 
 std::string inspect_json_schema() {
-  return json_fields::document_schema("pt2diff inspect --json", json_fields::Described<InspectReport>::object()).dump(2) + "\n";
+  return json_fields::document_schema("pt2diff inspect --json", json_fields::object_of<InspectReport>()).dump(2) + "\n";
 }
 
 }  // namespace pt2diff

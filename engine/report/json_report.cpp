@@ -92,12 +92,9 @@ jf::Field<T> failure_field(std::optional<FailureKind> T::*member, Type type) {
 }  // namespace
 
 namespace json_fields {
-template <>
-struct Described<Metrics> {
-  static const Object<Metrics>& object() {
-    using F = Fields<Metrics>;
-    static const Object<Metrics> o(
-        "metrics",
+Object<Metrics> describe(Tag<Metrics>) {
+  using F = Fields<Metrics>;
+  return Object<Metrics>(        "metrics",
         {F::of("exact_kind", &Metrics::exact_kind, "integer/bool value: only mismatches count"),
          F::of("numel", &Metrics::numel).at_least(0), F::of("max_abs", &Metrics::max_abs),
          F::of("max_rel", &Metrics::max_rel, "max |x - ref| / |ref| over ref != 0"), F::of("rmse", &Metrics::rmse),
@@ -112,29 +109,22 @@ struct Described<Metrics> {
                      "rmse / ref_rms: the error at the value's scale (null for exact kinds)"),
          F::of("unit_roundoff", &Metrics::unit_roundoff, finite_type(),
                "2^-(mantissa bits + 1) of the dtype ULPs are measured in (0 for exact kinds)")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<DynamicDim> {
-  static const Object<DynamicDim>& object() {
-    using F = Fields<DynamicDim>;
-    static const Object<DynamicDim> o(
-        "dynamic_dim",
+Object<DynamicDim> describe(Tag<DynamicDim>) {
+  using F = Fields<DynamicDim>;
+  return Object<DynamicDim>(        "dynamic_dim",
         {F::of("input", &DynamicDim::input,
                "the graph input ('x'), or in symbols the compile's name of the dim ('x.size(0)')"),
          F::null_if_negative("dim", &DynamicDim::dim, "the dim of input; null for an int input holding a size, and in symbols"),
          F::of("symbol", &DynamicDim::symbol, "the archive's symbol ('s77', '2*s77') or the compile's"),
          F::of("min", &DynamicDim::min),
          F::of("max", &DynamicDim::max, "null: unbounded, or a derived dim bounded by its symbols")});
-    return o;
-  }
-};
+}
 
-const Object<ShapeCompile>& Described<ShapeCompile>::object() {
+Object<ShapeCompile> describe(Tag<ShapeCompile>) {
   using F = Fields<ShapeCompile>;
-  static const Object<ShapeCompile> o(
+  return Object<ShapeCompile>(
       "shape_compile",
       {F::of("mode", &ShapeCompile::mode, one_of({"dynamic", "static"})), F::of("why_static", &ShapeCompile::why_static),
        F::of("dims", &ShapeCompile::dims, "the region inputs' dims the archive exported dynamic"),
@@ -144,32 +134,23 @@ const Object<ShapeCompile>& Described<ShapeCompile>::object() {
              "what a dynamic compile could not keep of the exported range (sizes past what it kept recompile); empty "
              "otherwise"),
        F::of("recompiles", &ShapeCompile::recompiles, "compiles past the first its runs caused").at_least(0)});
-  return o;
 }
 
-template <>
-struct Described<ValueError> {
-  static const Object<ValueError>& object() {
-    using F = Fields<ValueError>;
-    auto compared = [](const ValueError& v) { return v.compared; };
-    static const Object<ValueError> o(
-        "", {F::of("name", &ValueError::name), F::of("dtype", &ValueError::dtype), F::of("shape", &ValueError::shape),
+Object<ValueError> describe(Tag<ValueError>) {
+  using F = Fields<ValueError>;
+  auto compared = [](const ValueError& v) { return v.compared; };
+  return Object<ValueError>(        "", {F::of("name", &ValueError::name), F::of("dtype", &ValueError::dtype), F::of("shape", &ValueError::shape),
              F::of("compared", &ValueError::compared),
              F::of("local", &ValueError::local).only_when(compared),
              F::of("propagated", &ValueError::propagated).only_when(compared),
              F::of("compiled_local", &ValueError::compiled_local).only_when([](const ValueError& v) {
                return v.compared && v.has_compiled_local;
              })});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<NodeError> {
-  static const Object<NodeError>& object() {
-    using F = Fields<NodeError>;
-    static const Object<NodeError> o(
-        "",
+Object<NodeError> describe(Tag<NodeError>) {
+  using F = Fields<NodeError>;
+  return Object<NodeError>(        "",
         {F::of("name", &NodeError::name), F::of("op", &NodeError::target, "aten.mm.default"),
          F::of("source", &NodeError::source,
                "the user's line: file.py:39 in forward: <code>; a backward node's: gradient of NODE at file.py:39 in "
@@ -190,17 +171,12 @@ struct Described<NodeError> {
                      },
                      "the largest error_ratio of the compiled local to the eager local error over its values (what the "
                      "ranking sorts by); null: no exploded compile")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<OutputVerdict> {
-  static const Object<OutputVerdict>& object() {
-    using F = Fields<OutputVerdict>;
-    const Verdict& (*verdict)(const OutputVerdict&) = [](const OutputVerdict& o) -> const Verdict& { return o.verdict; };
-    static const Object<OutputVerdict> o(
-        "", join(join({F::of("name", &OutputVerdict::name), F::of("role", &OutputVerdict::role),
+Object<OutputVerdict> describe(Tag<OutputVerdict>) {
+  using F = Fields<OutputVerdict>;
+  const Verdict& (*verdict)(const OutputVerdict&) = [](const OutputVerdict& o) -> const Verdict& { return o.verdict; };
+  return Object<OutputVerdict>(        "", join(join({F::of("name", &OutputVerdict::name), F::of("role", &OutputVerdict::role),
                        F::of("value", &OutputVerdict::value,
                              "present for a graph input the graph writes in place (name \"input 'x' after the graph\", "
                              "role user_input_mutation, buffer_mutation or parameter_mutation of it): the graph value "
@@ -211,16 +187,11 @@ struct Described<OutputVerdict> {
                  join({F::of("compiled_to_fp64", &OutputVerdict::compiled_to_fp64),
                        F::of("eager_to_fp64", &OutputVerdict::eager_to_fp64)},
                       level_fields(verdict))));
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<CompileRecord> {
-  static const Object<CompileRecord>& object() {
-    using F = Fields<CompileRecord>;
-    static const Object<CompileRecord> o(
-        "", {F::of("what", &CompileRecord::what, one_of({"graph", "exploded", "instrumented"})),
+Object<CompileRecord> describe(Tag<CompileRecord>) {
+  using F = Fields<CompileRecord>;
+  return Object<CompileRecord>(        "", {F::of("what", &CompileRecord::what, one_of({"graph", "exploded", "instrumented"})),
              F::of("nodes", &CompileRecord::nodes), F::of("ok", &CompileRecord::ok),
              failure_field(&CompileRecord::failure,
                            one_of({"", "compile_failed", "run_failed", "worker_died", "timed_out", "unusable", "out_of_memory"})),
@@ -230,56 +201,40 @@ struct Described<CompileRecord> {
              F::of("shapes", &CompileRecord::shapes,
                    "how the compile treated the graph's dynamic dims (docs/dynamic-shapes.md); null for a backend that does "
                    "not say")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<KernelBuffer> {
-  static const Object<KernelBuffer>& object() {
-    using F = Fields<KernelBuffer>;
-    auto judged = [](const KernelBuffer& b) { return b.judged; };
-    const Verdict& (*verdict)(const KernelBuffer&) = [](const KernelBuffer& b) -> const Verdict& { return b.verdict; };
-    std::vector<jf::Field<KernelBuffer>> fields = {
-        F::of("buffer", &KernelBuffer::buffer),
-        F::of("node", &KernelBuffer::node, "the exported node whose value it is; empty for an internal step"),
-        F::of("part_of", &KernelBuffer::part_of), F::of("dtype", &KernelBuffer::dtype), F::of("shape", &KernelBuffer::shape),
-        F::of("judged", &KernelBuffer::judged), F::of("nonfinite", &KernelBuffer::nonfinite).at_least(0),
-        F::of("why_not", &KernelBuffer::why_not).only_when([](const KernelBuffer& b) { return !b.judged; }),
-        F::of("value", &KernelBuffer::value).only_when(judged), F::of("reshaped", &KernelBuffer::reshaped).only_when(judged),
-        F::of("pass", &KernelBuffer::pass).only_when(judged)};
-    for (jf::Field<KernelBuffer>& f : reason_fields(verdict)) fields.push_back(std::move(f).only_when(judged));
-    fields.push_back(F::of("metrics", &KernelBuffer::metrics).only_when(judged));
-    static const Object<KernelBuffer> o("", std::move(fields));
-    return o;
-  }
-};
+Object<KernelBuffer> describe(Tag<KernelBuffer>) {
+  using F = Fields<KernelBuffer>;
+  auto judged = [](const KernelBuffer& b) { return b.judged; };
+  const Verdict& (*verdict)(const KernelBuffer&) = [](const KernelBuffer& b) -> const Verdict& { return b.verdict; };
+  std::vector<jf::Field<KernelBuffer>> fields = {
+      F::of("buffer", &KernelBuffer::buffer),
+      F::of("node", &KernelBuffer::node, "the exported node whose value it is; empty for an internal step"),
+      F::of("part_of", &KernelBuffer::part_of), F::of("dtype", &KernelBuffer::dtype), F::of("shape", &KernelBuffer::shape),
+      F::of("judged", &KernelBuffer::judged), F::of("nonfinite", &KernelBuffer::nonfinite).at_least(0),
+      F::of("why_not", &KernelBuffer::why_not).only_when([](const KernelBuffer& b) { return !b.judged; }),
+      F::of("value", &KernelBuffer::value).only_when(judged), F::of("reshaped", &KernelBuffer::reshaped).only_when(judged),
+      F::of("pass", &KernelBuffer::pass).only_when(judged)};
+  for (jf::Field<KernelBuffer>& f : reason_fields(verdict)) fields.push_back(std::move(f).only_when(judged));
+  fields.push_back(F::of("metrics", &KernelBuffer::metrics).only_when(judged));
+  return Object<KernelBuffer>("", std::move(fields));
+}
 
-template <>
-struct Described<KernelCall> {
-  static const Object<KernelCall>& object() {
-    using F = Fields<KernelCall>;
-    static const Object<KernelCall> o(
-        "", {F::of("name", &KernelCall::name, "cpp_fused_relu_0, extern_kernels.addmm, triton_poi_fused_add_0, ..."),
+Object<KernelCall> describe(Tag<KernelCall>) {
+  using F = Fields<KernelCall>;
+  return Object<KernelCall>(        "", {F::of("name", &KernelCall::name, "cpp_fused_relu_0, extern_kernels.addmm, triton_poi_fused_add_0, ..."),
              F::of("nodes", &KernelCall::nodes, "exported nodes fused into the call, graph order"),
              F::of("fails", &KernelCall::fails), F::of("buffers", &KernelCall::buffers),
              F::computed("has_code", [](const KernelCall& k) { return !k.code.empty(); },
                          "the worker gave the kernel's generated source (none for extern kernels and ATen fallbacks)")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<NonfiniteOrigin> {
-  static const Object<NonfiniteOrigin>& object() {
-    using F = Fields<NonfiniteOrigin>;
-    static const Object<NonfiniteOrigin> o(
-        "", {F::of("kind", &NonfiniteOrigin::kind, one_of({"input", "model", "compiler", "compiled_code"})),
+Object<NonfiniteOrigin> describe(Tag<NonfiniteOrigin>) {
+  using F = Fields<NonfiniteOrigin>;
+  return Object<NonfiniteOrigin>(        "", {F::of("kind", &NonfiniteOrigin::kind, one_of({"input", "model", "compiler", "compiled_code"})),
              F::of("kernel", &NonfiniteOrigin::kernel), F::of("node", &NonfiniteOrigin::node),
              F::of("detail", &NonfiniteOrigin::detail)});
-    return o;
-  }
-};
+}
 
 /// The search inside the first failing kernel, with that kernel's code (a pair: the code lives on the kernel call).
 struct KernelInside {
@@ -287,18 +242,15 @@ struct KernelInside {
   std::string code;
 };
 
-template <>
-struct Described<KernelInside> {
-  static const Object<KernelInside>& object() {
-    using F = Fields<KernelInside>;
-    const KernelCulprit& (*culprit)(const KernelInside&) = [](const KernelInside& k) -> const KernelCulprit& {
-      return k.culprit;
-    };
-    auto of = [culprit](const char* name, auto KernelCulprit::*member, std::string description = {}) {
-      return F::of(name, culprit, member, std::move(description));
-    };
-    static const Object<KernelInside> o(
-        "", {of("kind", &KernelCulprit::kind,
+Object<KernelInside> describe(Tag<KernelInside>) {
+  using F = Fields<KernelInside>;
+  const KernelCulprit& (*culprit)(const KernelInside&) = [](const KernelInside& k) -> const KernelCulprit& {
+    return k.culprit;
+  };
+  auto of = [culprit](const char* name, auto KernelCulprit::*member, std::string description = {}) {
+    return F::of(name, culprit, member, std::move(description));
+  };
+  return Object<KernelInside>(        "", {of("kind", &KernelCulprit::kind,
                 "single_op: op fails compiled alone; fused: op fails only compiled after fused_with; inconclusive: the "
                 "kernel's nodes from exact inputs pass")
                  .typed(one_of({"single_op", "fused", "inconclusive"})),
@@ -313,16 +265,11 @@ struct Described<KernelInside> {
              of("code_file", &KernelCulprit::code_file,
                 "the kernel's generated code saved beside the repro (--repro DIR); empty otherwise"),
              F::of("code", &KernelInside::code, "the kernel's generated source (C++ or Triton); empty for an extern kernel")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<KernelTable> {
-  static const Object<KernelTable>& object() {
-    using F = Fields<KernelTable>;
-    static const Object<KernelTable> o(
-        "",
+Object<KernelTable> describe(Tag<KernelTable>) {
+  using F = Fields<KernelTable>;
+  return Object<KernelTable>(        "",
         {F::of("asked", &KernelTable::asked, "the run asked for it (off with --no-kernel-map; no whole-graph compile ran)"),
          F::of("available", &KernelTable::available),
          F::of("unavailable", &KernelTable::unavailable, "why there is no table, one line; empty when available"),
@@ -347,24 +294,19 @@ struct Described<KernelTable> {
                            t.first_failing >= 0 ? t.kernels[static_cast<size_t>(t.first_failing)].code : std::string();
                        return write_value(KernelInside{*t.inside, code});
                      },
-                     Described<KernelInside>::object().type().or_null(),
+                     object_of<KernelInside>().type().or_null(),
                      "the op inside the first failing kernel: its nodes up to the failing one compiled as regions from "
                      "fp64-exact inputs, bisected in at most 1 + ceil(log2 |nodes|) compiles; null when not searched (no "
                      "failing kernel, no localization, a backend without regions)"),
          F::of("kernels", &KernelTable::kernels, "kernel calls in the order the compiled code made them")},
         "the kernel table: every buffer the whole graph's compiled code wrote, observed in the verdict's own compile and "
         "run, judged against the eager and fp64 values of the exported node it computes (docs/kernel-map.md)");
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<Probe> {
-  static const Object<Probe>& object() {
-    using F = Fields<Probe>;
-    const Verdict& (*verdict)(const Probe&) = [](const Probe& p) -> const Verdict& { return p.verdict; };
-    static const Object<Probe> o(
-        "", join(join({F::computed("phase", [](const Probe& p) { return std::string(phase_name(p.phase)); },
+Object<Probe> describe(Tag<Probe>) {
+  using F = Fields<Probe>;
+  const Verdict& (*verdict)(const Probe&) = [](const Probe& p) -> const Verdict& { return p.verdict; };
+  return Object<Probe>(        "", join(join({F::computed("phase", [](const Probe& p) { return std::string(phase_name(p.phase)); },
                                    names_of(phase_name, {Phase::FirstFailingEnd, Phase::LatestStart, Phase::Recheck})),
                        F::of("region", &Probe::region), F::computed("begin", [](const Probe& p) { return p.begin; }),
                        F::computed("end", [](const Probe& p) { return p.end; }), F::of("fails", &Probe::fails),
@@ -373,18 +315,13 @@ struct Described<Probe> {
                  join({failure_field(&Probe::failure, string_type()), F::of("compiled", &Probe::compiled),
                        F::of("seconds", &Probe::seconds, finite_type())},
                       level_fields(verdict))));
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<Culprit> {
-  static const Object<Culprit>& object() {
-    using F = Fields<Culprit>;
-    using C = Culprit::Conclusion;
-    const Verdict& (*verdict)(const Culprit&) = [](const Culprit& c) -> const Verdict& { return c.verdict; };
-    static const Object<Culprit> o(
-        "",
+Object<Culprit> describe(Tag<Culprit>) {
+  using F = Fields<Culprit>;
+  using C = Culprit::Conclusion;
+  const Verdict& (*verdict)(const Culprit&) = [](const Culprit& c) -> const Verdict& { return c.verdict; };
+  return Object<Culprit>(        "",
         join(join({F::computed("kind", [](const Culprit& c) { return std::string(culprit_kind_name(c.kind)); },
                                names_of(culprit_kind_name, {Culprit::Kind::SingleOp, Culprit::Kind::Window,
                                                             Culprit::Kind::Flaky, Culprit::Kind::Inconclusive})),
@@ -399,28 +336,18 @@ struct Described<Culprit> {
                   reason_fields(verdict)),
              join({F::of("compiled_to_fp64", &Culprit::compiled_to_fp64), F::of("eager_to_fp64", &Culprit::eager_to_fp64)},
                   level_fields(verdict))));
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<ReproArtifact> {
-  static const Object<ReproArtifact>& object() {
-    using F = Fields<ReproArtifact>;
-    static const Object<ReproArtifact> o(
-        "", {F::of("what", &ReproArtifact::what,
+Object<ReproArtifact> describe(Tag<ReproArtifact>) {
+  using F = Fields<ReproArtifact>;
+  return Object<ReproArtifact>(        "", {F::of("what", &ReproArtifact::what,
                    one_of({"post_grad_graph", "output_code", "ir_post_fusion", "aot_graph", "runnable"})),
              F::of("path", &ReproArtifact::path)});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<Repro> {
-  static const Object<Repro>& object() {
-    using F = Fields<Repro>;
-    static const Object<Repro> o(
-        "", {F::of("ok", &Repro::ok), F::of("archive", &Repro::archive), F::of("inputs", &Repro::inputs),
+Object<Repro> describe(Tag<Repro>) {
+  using F = Fields<Repro>;
+  return Object<Repro>(        "", {F::of("ok", &Repro::ok), F::of("archive", &Repro::archive), F::of("inputs", &Repro::inputs),
              F::of("command", &Repro::command, "one line that reproduces the verdict"), F::of("message", &Repro::message),
              F::of("test", &Repro::test,
                    "DIR/test_repro.py: the window as a PyTorch unit test (plain PyTorch, no pt2diff), failing while the bug "
@@ -432,16 +359,11 @@ struct Described<Repro> {
              F::of("artifacts_message", &Repro::artifacts_message,
                    "why no artifacts were written (the compiled side is not Inductor, the traced compile failed); empty "
                    "when they were")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<Hint> {
-  static const Object<Hint>& object() {
-    using F = Fields<Hint>;
-    static const Object<Hint> o(
-        "", {F::of("kind", &Hint::kind, hint_names(false)), F::of("finding", &Hint::finding, hint_names(true)),
+Object<Hint> describe(Tag<Hint>) {
+  using F = Fields<Hint>;
+  return Object<Hint>(        "", {F::of("kind", &Hint::kind, hint_names(false)), F::of("finding", &Hint::finding, hint_names(true)),
              F::of("summary", &Hint::summary), F::of("suggestion", &Hint::suggestion),
              F::computed("evidence",
                          [](const Hint& h) {
@@ -454,16 +376,11 @@ struct Described<Hint> {
              F::of("notes", &Hint::notes,
                    "per-op facts behind the numbers: each op's dtype promotion, each reduction's length, each lever's "
                    "verdict")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<Localization> {
-  static const Object<Localization>& object() {
-    using F = Fields<Localization>;
-    static const Object<Localization> o(
-        "", {F::of("found_by", &Localization::found_by, one_of({"bisection", "node_evidence"}),
+Object<Localization> describe(Tag<Localization>) {
+  using F = Fields<Localization>;
+  return Object<Localization>(        "", {F::of("found_by", &Localization::found_by, one_of({"bisection", "node_evidence"}),
                    "bisection: the search from failing outputs; node_evidence: the outputs pass and the node verdict's "
                    "first finding is the culprit, with no search compile"),
              F::of("failing_outputs", &Localization::failing_outputs), F::of("cone_size", &Localization::cone_size),
@@ -473,44 +390,29 @@ struct Described<Localization> {
              F::of("exploded_agrees", &Localization::exploded_agrees), F::of("culprit", &Localization::culprit),
              F::of("probes", &Localization::probes), F::of("repro", &Localization::repro),
              F::of("hints", &Localization::hints, "why the culprit diverges: each from an experiment (docs/usage.md, 'Hints')")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<EagerNode> {
-  static const Object<EagerNode>& object() {
-    using F = Fields<EagerNode>;
-    static const Object<EagerNode> o(
-        "", {F::of("node", &EagerNode::node), F::of("op", &EagerNode::op), F::of("source", &EagerNode::source),
+Object<EagerNode> describe(Tag<EagerNode>) {
+  using F = Fields<EagerNode>;
+  return Object<EagerNode>(        "", {F::of("node", &EagerNode::node), F::of("op", &EagerNode::op), F::of("source", &EagerNode::source),
              F::of("module_path", &EagerNode::module_path), F::of("module_type", &EagerNode::module_type)});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<EagerLever> {
-  static const Object<EagerLever>& object() {
-    using F = Fields<EagerLever>;
-    static const Object<EagerLever> o(
-        "", {F::computed("kind",
+Object<EagerLever> describe(Tag<EagerLever>) {
+  using F = Fields<EagerLever>;
+  return Object<EagerLever>(        "", {F::computed("kind",
                          [](const EagerLever& l) {
                            return std::string(l.kind == EagerLever::Kind::Module ? "module" : "source_line");
                          },
                          one_of({"module", "source_line"})),
              F::of("module_path", &EagerLever::module_path), F::of("module_type", &EagerLever::module_type),
              F::of("source", &EagerLever::source), F::of("nodes", &EagerLever::nodes)});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<Workaround> {
-  static const Object<Workaround>& object() {
-    using F = Fields<Workaround>;
-    using C = Workaround::Conclusion;
-    static const Object<Workaround> o(
-        "",
+Object<Workaround> describe(Tag<Workaround>) {
+  using F = Fields<Workaround>;
+  using C = Workaround::Conclusion;
+  return Object<Workaround>(        "",
         {F::computed("conclusion", [](const Workaround& w) { return std::string(workaround_conclusion_name(w.conclusion)); },
                      names_of(workaround_conclusion_name, {C::Found, C::NotNeeded, C::EagerFails, C::BudgetExhausted,
                                                            C::CompilerLost, C::Unavailable}),
@@ -526,9 +428,7 @@ struct Described<Workaround> {
                "one more compile, leaving eager exactly what the lines leave eager, passed the rule"),
          F::of("verified_nodes", &Workaround::verified_nodes), F::of("worst_output", &Workaround::worst_output),
          F::of("verification", &Workaround::verification)});
-    return o;
-  }
-};
+}
 
 /// A finding's other nodes with their ratios, as {node, ratio} pairs.
 struct AlsoNode {
@@ -536,21 +436,14 @@ struct AlsoNode {
   double ratio = 0;
 };
 
-template <>
-struct Described<AlsoNode> {
-  static const Object<AlsoNode>& object() {
-    using F = Fields<AlsoNode>;
-    static const Object<AlsoNode> o("", {F::of("node", &AlsoNode::node), F::of("ratio", &AlsoNode::ratio)});
-    return o;
-  }
-};
+Object<AlsoNode> describe(Tag<AlsoNode>) {
+  using F = Fields<AlsoNode>;
+  return Object<AlsoNode>("", {F::of("node", &AlsoNode::node), F::of("ratio", &AlsoNode::ratio)});
+}
 
-template <>
-struct Described<NodeFinding> {
-  static const Object<NodeFinding>& object() {
-    using F = Fields<NodeFinding>;
-    static const Object<NodeFinding> o(
-        "", {F::of("node", &NodeFinding::node, "the first node in graph order with this op and shape that stands out"),
+Object<NodeFinding> describe(Tag<NodeFinding>) {
+  using F = Fields<NodeFinding>;
+  return Object<NodeFinding>(        "", {F::of("node", &NodeFinding::node, "the first node in graph order with this op and shape that stands out"),
              F::of("op", &NodeFinding::op), F::of("source", &NodeFinding::source),
              F::of("module_path", &NodeFinding::module_path), F::of("value", &NodeFinding::value),
              F::of("dtype", &NodeFinding::dtype), F::of("shape", &NodeFinding::shape),
@@ -570,16 +463,11 @@ struct Described<NodeFinding> {
              F::of("kernels", &NodeFinding::kernels,
                    "the kernel calls of the whole graph's compiled code that compute this node (the kernel table); empty "
                    "without a kernel map")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<NodeConfirmation> {
-  static const Object<NodeConfirmation>& object() {
-    using F = Fields<NodeConfirmation>;
-    static const Object<NodeConfirmation> o(
-        "", {F::of("conclusion", &NodeConfirmation::conclusion,
+Object<NodeConfirmation> describe(Tag<NodeConfirmation>) {
+  using F = Fields<NodeConfirmation>;
+  return Object<NodeConfirmation>(        "", {F::of("conclusion", &NodeConfirmation::conclusion,
                    one_of({"confirmed", "invisible_at_outputs", "not_confirmed", "unavailable", "compiler_failed"})),
              F::of("eager", &NodeConfirmation::eager, "the nodes left eager"),
              F::of("output", &NodeConfirmation::output, "the output with the worst error ratio in the run's own compile"),
@@ -588,9 +476,7 @@ struct Described<NodeConfirmation> {
                          "the error ratio the outputs must come back within"),
              F::of("compiles", &NodeConfirmation::compiles), F::of("seconds", &NodeConfirmation::seconds, finite_type()),
              F::of("summary", &NodeConfirmation::summary)});
-    return o;
-  }
-};
+}
 
 /// The node verdict with the two ratios it was judged at (they live on the run's tolerance rule).
 struct NodeVerdictAt {
@@ -598,18 +484,15 @@ struct NodeVerdictAt {
   const ToleranceRule& rule;
 };
 
-template <>
-struct Described<NodeVerdictAt> {
-  static const Object<NodeVerdictAt>& object() {
-    using F = Fields<NodeVerdictAt>;
-    const NodeVerdict& (*verdict)(const NodeVerdictAt&) = [](const NodeVerdictAt& n) -> const NodeVerdict& {
-      return n.verdict;
-    };
-    auto of = [verdict](const char* name, auto NodeVerdict::*member, std::string description = {}) {
-      return F::of(name, verdict, member, std::move(description));
-    };
-    static const Object<NodeVerdictAt> o(
-        "",
+Object<NodeVerdictAt> describe(Tag<NodeVerdictAt>) {
+  using F = Fields<NodeVerdictAt>;
+  const NodeVerdict& (*verdict)(const NodeVerdictAt&) = [](const NodeVerdictAt& n) -> const NodeVerdict& {
+    return n.verdict;
+  };
+  auto of = [verdict](const char* name, auto NodeVerdict::*member, std::string description = {}) {
+    return F::of(name, verdict, member, std::move(description));
+  };
+  return Object<NodeVerdictAt>(        "",
         {of("available", &NodeVerdict::available, "the exploded compile ran and gave compiled local errors"),
          of("unavailable", &NodeVerdict::unavailable, "why not (or why the verdict is off); empty otherwise"),
          F::computed("level", [](const NodeVerdictAt& n) { return std::string(level_name(n.verdict.level)); }, level_type()),
@@ -624,16 +507,11 @@ struct Described<NodeVerdictAt> {
             "error go back to eager's?")},
         "every node's compiled local error (the exploded compile) judged against eager's local error on the same "
         "fp64-exact inputs (docs/verdicts.md, 'Node evidence'); no compile of its own");
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<ToleranceRule> {
-  static const Object<ToleranceRule>& object() {
-    using F = Fields<ToleranceRule>;
-    static const Object<ToleranceRule> o(
-        "", {F::computed("rule", [](const ToleranceRule& r) { return rule_name(r); }, "same, allclose, ulp:N, cosine:C, relative (--rule)"),
+Object<ToleranceRule> describe(Tag<ToleranceRule>) {
+  using F = Fields<ToleranceRule>;
+  return Object<ToleranceRule>(        "", {F::computed("rule", [](const ToleranceRule& r) { return rule_name(r); }, "same, allclose, ulp:N, cosine:C, relative (--rule)"),
              F::of("tol", &ToleranceRule::tol, finite_type()),
              F::of("fp32_multiplier", &ToleranceRule::fp32_multiplier, finite_type()),
              F::of("low_precision_multiplier", &ToleranceRule::low_precision_multiplier, finite_type()),
@@ -650,16 +528,11 @@ struct Described<ToleranceRule> {
                    "--node-fail-ratio: such a node at least this many times eager's makes the run fail (0: never on node "
                    "evidence alone)")
                  .at_least(0)});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<StageRecord> {
-  static const Object<StageRecord>& object() {
-    using F = Fields<StageRecord>;
-    static const Object<StageRecord> o(
-        "", {F::of("name", &StageRecord::name,
+Object<StageRecord> describe(Tag<StageRecord>) {
+  using F = Fields<StageRecord>;
+  return Object<StageRecord>(        "", {F::of("name", &StageRecord::name,
                    "the stage: plan_run, run_references, compile_exploded_ahead (only when --overlap ran the exploded "
                    "compile after run_references, beside the whole graph's), compile_graph, judge_outputs, judge_kernels, "
                    "compile_exploded, ..."),
@@ -669,16 +542,11 @@ struct Described<StageRecord> {
                    "the most the engine's GPU allocations held during the stage; -1 on the CPU"),
              F::of("host_bytes", &StageRecord::host_bytes,
                    "the engine process's resident memory when the stage ended (Linux VmRSS); -1 where unknown")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<RunDevices> {
-  static const Object<RunDevices>& object() {
-    using F = Fields<RunDevices>;
-    static const Object<RunDevices> o(
-        "",
+Object<RunDevices> describe(Tag<RunDevices>) {
+  using F = Fields<RunDevices>;
+  return Object<RunDevices>(        "",
         {F::of("native", &RunDevices::native, "the eager (native dtypes), local and region runs: 'cpu', 'cuda:0'"),
          F::of("reference", &RunDevices::reference, "the fp64 reference run"),
          F::of("why", &RunDevices::why, "how the reference device was chosen; empty for a CPU run"),
@@ -691,13 +559,11 @@ struct Described<RunDevices> {
                "the most resident memory the engine process has had since it started (Linux VmHWM; the workers are other "
                "processes); -1 where unknown")},
         "where pt2diff's own runs executed (--device, --reference-device)");
-    return o;
-  }
-};
+}
 
-const Object<DiffResult>& Described<DiffResult>::object() {
+Object<DiffResult> describe(Tag<DiffResult>) {
   using F = Fields<DiffResult>;
-  static const Object<DiffResult> o(
+  return Object<DiffResult>(
       "",
       {F::computed("schema_version", [](const DiffResult&) { return 1; }, Type{{{"const", 1}}}),
        F::of("graph", &DiffResult::graph), F::of("inputs", &DiffResult::inputs, "inputs file, 'sample inputs' or 'random (seed N)'"),
@@ -721,7 +587,7 @@ const Object<DiffResult>& Described<DiffResult>::object() {
                    "the run counts as failing (the CLI's exit code 1, testing.h and assert_agrees): level fail, or "
                    "suspicious with fail_on_suspicious"),
        F::computed("node_verdict", [](const DiffResult& r) { return write_value(NodeVerdictAt{r.node_verdict, r.rule}); },
-                   Described<NodeVerdictAt>::object().type()),
+                   object_of<NodeVerdictAt>().type()),
        F::of("compiled_failed", &DiffResult::compiled_failed, "some compile or compiled run failed (see compiles)"),
        F::of("compiles", &DiffResult::compiles, "every compile the run asked for, in order"),
        F::of("stages", &DiffResult::stages,
@@ -756,7 +622,6 @@ const Object<DiffResult>& Described<DiffResult>::object() {
              "a training step (docs/training.md) whose eager loss or gradient is not finite: the output, the first node "
              "whose eager value is not, what to do (the CLI exits 2); absent otherwise")
            .only_when([](const DiffResult& r) { return !r.eager_nonfinite.empty(); })});
-  return o;
 }
 }  // namespace json_fields
 
@@ -768,7 +633,7 @@ std::string to_json(const DiffResult& r) { return jf::write_value(r).dump(2) + "
 
 std::string report_json_schema() {
   return jf::document_schema("pt2diff report (pt2diff GRAPH INPUTS --json FILE), generated from engine/report/json_report.cpp",
-                             jf::Described<DiffResult>::object())
+                             jf::object_of<DiffResult>())
              .dump(2) +
          "\n";
 }

@@ -61,13 +61,10 @@ std::string recheck_to_text(const RecheckResult& r) {
 
 namespace pt2diff::json_fields {
 
-template <>
-struct Described<TorchRow> {
-  static const Object<TorchRow>& object() {
-    using F = Fields<TorchRow>;
-    const TorchInstall& (*torch)(const TorchRow&) = [](const TorchRow& r) -> const TorchInstall& { return r.torch; };
-    static const Object<TorchRow> o(
-        "row",
+Object<TorchRow> describe(Tag<TorchRow>) {
+  using F = Fields<TorchRow>;
+  const TorchInstall& (*torch)(const TorchRow&) = [](const TorchRow& r) -> const TorchInstall& { return r.torch; };
+  return Object<TorchRow>(        "row",
         {F::of("label", torch, &TorchInstall::label, "the LABEL of --torch LABEL=PYTHON; empty: the version names it"),
          F::of("python", torch, &TorchInstall::python, "the interpreter of the torch installation"),
          F::of("version", &TorchRow::version, "torch.__version__ as that Python reports it; empty when it could not be read"),
@@ -96,31 +93,21 @@ struct Described<TorchRow> {
                "verdict on it); 0 without a culprit"),
          F::of("seconds", &TorchRow::seconds, finite_type())},
         "one torch's verdict on the graph");
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<NodeChange> {
-  static const Object<NodeChange>& object() {
-    using F = Fields<NodeChange>;
-    static const Object<NodeChange> o(
-        "", {F::of("node", &NodeChange::node), F::of("op", &NodeChange::op), F::of("source", &NodeChange::source),
+Object<NodeChange> describe(Tag<NodeChange>) {
+  using F = Fields<NodeChange>;
+  return Object<NodeChange>(        "", {F::of("node", &NodeChange::node), F::of("op", &NodeChange::op), F::of("source", &NodeChange::source),
              F::of("module_path", &NodeChange::module_path),
              F::of("before", &NodeChange::before, "compiled local relative error (RMSE / RMS(fp64)) at the good torch"),
              F::of("after", &NodeChange::after, "the same at the bad torch"),
              F::of("eager", &NodeChange::eager, "eager's local relative error on the same inputs"),
              F::of("factor", &NodeChange::factor, "after / before")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<Regression> {
-  static const Object<Regression>& object() {
-    using F = Fields<Regression>;
-    static const Object<Regression> o(
-        "", {F::of("good", &Regression::good, "the row that passes"), F::of("bad", &Regression::bad, "the row that fails"),
+Object<Regression> describe(Tag<Regression>) {
+  using F = Fields<Regression>;
+  return Object<Regression>(        "", {F::of("good", &Regression::good, "the row that passes"), F::of("bad", &Regression::bad, "the row that fails"),
              F::of("fixed", &Regression::fixed, "the later torch is the good one"),
              F::of("changed", &Regression::changed,
                    "nodes whose compiled local error changed by --change-factor, above eager's own local error; in graph "
@@ -128,46 +115,31 @@ struct Described<Regression> {
              F::of("first_diverging", &Regression::first_diverging,
                    "the failing torch's culprit: 'node (op) at source'; empty when none was named"),
              F::of("summary", &Regression::summary)});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<Bisection> {
-  static const Object<Bisection>& object() {
-    using F = Fields<Bisection>;
-    static const Object<Bisection> o(
-        "", {F::of("first_bad", &Bisection::first_bad, "the row of the first bad torch"), F::of("runs", &Bisection::runs),
+Object<Bisection> describe(Tag<Bisection>) {
+  using F = Fields<Bisection>;
+  return Object<Bisection>(        "", {F::of("first_bad", &Bisection::first_bad, "the row of the first bad torch"), F::of("runs", &Bisection::runs),
              F::of("summary", &Bisection::summary)});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<RecheckResult> {
-  static const Object<RecheckResult>& object() {
-    using F = Fields<RecheckResult>;
-    static const Object<RecheckResult> o(
-        "", {F::of("graph", &RecheckResult::graph), F::of("inputs", &RecheckResult::inputs),
+Object<RecheckResult> describe(Tag<RecheckResult>) {
+  using F = Fields<RecheckResult>;
+  return Object<RecheckResult>(        "", {F::of("graph", &RecheckResult::graph), F::of("inputs", &RecheckResult::inputs),
              F::of("rows", &RecheckResult::rows, "one per --torch, in the order given"),
              F::of("regressions", &RecheckResult::regressions, "one per adjacent pair of judged torches whose verdicts differ"),
              F::of("bisection", &RecheckResult::bisection, "with --bisect-versions; null otherwise"),
              F::of("seconds", &RecheckResult::seconds, finite_type())});
-    return o;
-  }
-};
+}
 
 /// The document: its format's name and version around the cases.
 struct RecheckDocument {
   const std::vector<RecheckResult>& cases;
 };
 
-template <>
-struct Described<RecheckDocument> {
-  static const Object<RecheckDocument>& object() {
-    using F = Fields<RecheckDocument>;
-    static const Object<RecheckDocument> o(
-        "",
+Object<RecheckDocument> describe(Tag<RecheckDocument>) {
+  using F = Fields<RecheckDocument>;
+  return Object<RecheckDocument>(        "",
         {F::computed("format", [](const RecheckDocument&) { return std::string("pt2diff recheck"); },
                      Type{{{"const", "pt2diff recheck"}}}),
          F::computed("schema_version", [](const RecheckDocument&) { return 1; }, Type{{{"const", 1}}}),
@@ -175,9 +147,7 @@ struct Described<RecheckDocument> {
                      type_of<std::vector<RecheckResult>>())},
         "What `pt2diff recheck --json` writes (docs/upstream.md): each case (a graph, a repro directory, or a batch "
         "summary's cases) judged through the compilers of other torch installations, one fp64 reference for all.");
-    return o;
-  }
-};
+}
 
 }  // namespace pt2diff::json_fields
 
@@ -188,7 +158,7 @@ std::string recheck_to_json(const std::vector<RecheckResult>& cases) {
 }
 
 std::string recheck_json_schema() {
-  return json_fields::document_schema("pt2diff recheck", json_fields::Described<json_fields::RecheckDocument>::object()).dump(2) +
+  return json_fields::document_schema("pt2diff recheck", json_fields::object_of<json_fields::RecheckDocument>()).dump(2) +
          "\n";
 }
 

@@ -7,14 +7,7 @@
 
 namespace pt2diff::json_fields {
 
-template <>
-struct Described<ShapeCompile> {
-  static const Object<ShapeCompile>& object();
-};
-
-template <>
-struct Described<DiffResult> {
-  static const Object<DiffResult>& object();
-};
+Object<ShapeCompile> describe(Tag<ShapeCompile>);
+Object<DiffResult> describe(Tag<DiffResult>);
 
 }  // namespace pt2diff::json_fields

@@ -95,12 +95,9 @@ std::string sizes_to_csv(const SizeSweepResult& s) {
 
 namespace pt2diff::json_fields {
 
-template <>
-struct Described<SizePoint> {
-  static const Object<SizePoint>& object() {
-    using F = Fields<SizePoint>;
-    static const Object<SizePoint> o(
-        "", {F::of("symbol", &SizePoint::symbol), F::of("size", &SizePoint::size).at_least(0), F::of("judged", &SizePoint::judged),
+Object<SizePoint> describe(Tag<SizePoint>) {
+  using F = Fields<SizePoint>;
+  return Object<SizePoint>(        "", {F::of("symbol", &SizePoint::symbol), F::of("size", &SizePoint::size).at_least(0), F::of("judged", &SizePoint::judged),
              F::of("refused", &SizePoint::refused, "when not judged: one line (outside the exported range, over --max-memory)"),
              F::computed("level", [](const SizePoint& p) { return std::string(p.judged ? level_name(p.level) : "refused"); },
                          one_of({"pass", "suspicious", "fail", "refused"})),
@@ -114,35 +111,25 @@ struct Described<SizePoint> {
              F::of("culprit", &SizePoint::culprit, "the localization's culprit nodes, at the smallest failing size of the symbol"),
              F::of("recompiles", &SizePoint::recompiles, "compiles this size caused past the first (a guard failed)").at_least(0),
              F::of("seconds", &SizePoint::seconds, finite_type())});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<StaticCheck> {
-  static const Object<StaticCheck>& object() {
-    using F = Fields<StaticCheck>;
-    auto level = [](const char* name, Level StaticCheck::*member) {
-      return F::computed(name, [member](const StaticCheck& c) { return std::string(level_name(c.*member)); },
-                         names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail}));
-    };
-    static const Object<StaticCheck> o(
-        "", {F::of("symbol", &StaticCheck::symbol), F::of("size", &StaticCheck::size), level("dynamic_level", &StaticCheck::dynamic_level),
+Object<StaticCheck> describe(Tag<StaticCheck>) {
+  using F = Fields<StaticCheck>;
+  auto level = [](const char* name, Level StaticCheck::*member) {
+    return F::computed(name, [member](const StaticCheck& c) { return std::string(level_name(c.*member)); },
+                       names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail}));
+  };
+  return Object<StaticCheck>(        "", {F::of("symbol", &StaticCheck::symbol), F::of("size", &StaticCheck::size), level("dynamic_level", &StaticCheck::dynamic_level),
              level("static_level", &StaticCheck::static_level), F::of("dynamic_ratio", &StaticCheck::dynamic_ratio),
              F::of("static_ratio", &StaticCheck::static_ratio), F::of("dynamic_node_ratio", &StaticCheck::dynamic_node_ratio),
              F::of("static_node_ratio", &StaticCheck::static_node_ratio),
              F::of("differ", &StaticCheck::differ, "the levels differ: one compile is wrong where the other is not"),
              F::of("summary", &StaticCheck::summary)});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<SizeSweepResult> {
-  static const Object<SizeSweepResult>& object() {
-    using F = Fields<SizeSweepResult>;
-    static const Object<SizeSweepResult> o(
-        "",
+Object<SizeSweepResult> describe(Tag<SizeSweepResult>) {
+  using F = Fields<SizeSweepResult>;
+  return Object<SizeSweepResult>(        "",
         {F::computed("schema_version", [](const SizeSweepResult&) { return 1; }, Type{{{"const", 1}}}),
          F::of("graph", &SizeSweepResult::graph),
          F::of("inputs", &SizeSweepResult::inputs,
@@ -165,9 +152,7 @@ struct Described<SizeSweepResult> {
          F::of("seconds", &SizeSweepResult::seconds, finite_type())},
         "What `pt2diff sizes --json` writes and pt2diff.sweep_sizes() returns (docs/dynamic-shapes.md): one dynamic "
         "compile judged at every size of the graph's dynamic dims.");
-    return o;
-  }
-};
+}
 
 }  // namespace pt2diff::json_fields
 
@@ -176,7 +161,7 @@ namespace pt2diff {
 std::string sizes_to_json(const SizeSweepResult& s) { return json_fields::write_value(s).dump(2) + "\n"; }
 
 std::string sizes_json_schema() {
-  return json_fields::document_schema("pt2diff size sweep", json_fields::Described<SizeSweepResult>::object()).dump(2) + "\n";
+  return json_fields::document_schema("pt2diff size sweep", json_fields::object_of<SizeSweepResult>()).dump(2) + "\n";
 }
 
 std::string sizes_to_html(const SizeSweepResult& s) {

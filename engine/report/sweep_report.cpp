@@ -94,13 +94,10 @@ struct SweepVerdict {
   const Verdict& verdict;
 };
 
-template <>
-struct Described<SweepVerdict> {
-  static const Object<SweepVerdict>& object() {
-    using F = Fields<SweepVerdict>;
-    const Verdict& (*v)(const SweepVerdict&) = [](const SweepVerdict& s) -> const Verdict& { return s.verdict; };
-    static const Object<SweepVerdict> o(
-        "", {F::of("pass", v, &Verdict::pass),
+Object<SweepVerdict> describe(Tag<SweepVerdict>) {
+  using F = Fields<SweepVerdict>;
+  const Verdict& (*v)(const SweepVerdict&) = [](const SweepVerdict& s) -> const Verdict& { return s.verdict; };
+  return Object<SweepVerdict>(        "", {F::of("pass", v, &Verdict::pass),
              F::computed("level", [v](const SweepVerdict& s) { return std::string(level_name(v(s).level)); },
                          names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail})),
              F::of("reason", v, &Verdict::reason), F::of("detail", v, &Verdict::detail),
@@ -112,9 +109,7 @@ struct Described<SweepVerdict> {
                          },
                          one_of({"atol_dominates", "rmse_slack_dominates"}).or_null(),
                          "why the rule cannot see a 1% error in this output (docs/verdicts.md)")});
-    return o;
-  }
-};
+}
 
 /// Wrappers of each element, for a list of values a document shows in short.
 template <class Wrapper, class T>
@@ -129,14 +124,11 @@ struct SweepCulprit {
   const Localization& localization;
 };
 
-template <>
-struct Described<SweepCulprit> {
-  static const Object<SweepCulprit>& object() {
-    using F = Fields<SweepCulprit>;
-    using C = Culprit::Conclusion;
-    const Culprit& (*culprit)(const SweepCulprit&) = [](const SweepCulprit& c) -> const Culprit& { return c.localization.culprit; };
-    static const Object<SweepCulprit> o(
-        "", {F::computed("kind", [culprit](const SweepCulprit& c) { return std::string(culprit_kind_name(culprit(c).kind)); },
+Object<SweepCulprit> describe(Tag<SweepCulprit>) {
+  using F = Fields<SweepCulprit>;
+  using C = Culprit::Conclusion;
+  const Culprit& (*culprit)(const SweepCulprit&) = [](const SweepCulprit& c) -> const Culprit& { return c.localization.culprit; };
+  return Object<SweepCulprit>(        "", {F::computed("kind", [culprit](const SweepCulprit& c) { return std::string(culprit_kind_name(culprit(c).kind)); },
                          names_of(culprit_kind_name, {Culprit::Kind::SingleOp, Culprit::Kind::Window, Culprit::Kind::Flaky,
                                                       Culprit::Kind::Inconclusive})),
              F::computed("conclusion",
@@ -145,16 +137,11 @@ struct Described<SweepCulprit> {
              F::of("nodes", culprit, &Culprit::nodes), F::of("ops", culprit, &Culprit::ops),
              F::of("summary", culprit, &Culprit::summary),
              F::computed("compiles", [](const SweepCulprit& c) { return c.localization.compiles; })});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<SweepPoint> {
-  static const Object<SweepPoint>& object() {
-    using F = Fields<SweepPoint>;
-    static const Object<SweepPoint> o(
-        "", {F::of("tol", &SweepPoint::tol, Type{{{"type", "number"}, {"exclusiveMinimum", 0}}}),
+Object<SweepPoint> describe(Tag<SweepPoint>) {
+  using F = Fields<SweepPoint>;
+  return Object<SweepPoint>(        "", {F::of("tol", &SweepPoint::tol, Type{{{"type", "number"}, {"exclusiveMinimum", 0}}}),
              F::computed("multiplier",
                          [](const SweepPoint& p) { return p.multiplier > 0 ? std::optional<double>(p.multiplier) : std::nullopt; },
                          finite_type().or_null()),
@@ -170,53 +157,41 @@ struct Described<SweepPoint> {
                            return p.first_diverging.empty() ? std::optional<std::string>() : p.first_diverging;
                          }),
              F::computed("localization", [](const SweepPoint& p) { return write_value(SweepCulprit{*p.localization}); },
-                         Described<SweepCulprit>::object().type(), "where an output fails, with --localize")
+                         object_of<SweepCulprit>().type(), "where an output fails, with --localize")
                  .only_when([](const SweepPoint& p) { return p.localization.has_value(); })});
-    return o;
-  }
-};
+}
 
 /// A finding of the run's node verdict, in short.
 struct SweepFinding {
   const NodeFinding& finding;
 };
 
-template <>
-struct Described<SweepFinding> {
-  static const Object<SweepFinding>& object() {
-    using F = Fields<SweepFinding>;
-    const NodeFinding& (*f)(const SweepFinding&) = [](const SweepFinding& s) -> const NodeFinding& { return s.finding; };
-    static const Object<SweepFinding> o(
-        "", {F::of("node", f, &NodeFinding::node), F::of("op", f, &NodeFinding::op), F::of("source", f, &NodeFinding::source),
+Object<SweepFinding> describe(Tag<SweepFinding>) {
+  using F = Fields<SweepFinding>;
+  const NodeFinding& (*f)(const SweepFinding&) = [](const SweepFinding& s) -> const NodeFinding& { return s.finding; };
+  return Object<SweepFinding>(        "", {F::of("node", f, &NodeFinding::node), F::of("op", f, &NodeFinding::op), F::of("source", f, &NodeFinding::source),
              F::of("module_path", f, &NodeFinding::module_path),
              F::computed("level", [f](const SweepFinding& s) { return std::string(level_name(f(s).level)); },
                          names_of(level_name, {Level::Suspicious, Level::Fail})),
              F::of("ratio", f, &NodeFinding::ratio), F::of("also", f, &NodeFinding::also)});
-    return o;
-  }
-};
+}
 
 /// The run's node verdict, in short.
 struct SweepNodeVerdict {
   const NodeVerdict& verdict;
 };
 
-template <>
-struct Described<SweepNodeVerdict> {
-  static const Object<SweepNodeVerdict>& object() {
-    using F = Fields<SweepNodeVerdict>;
-    const NodeVerdict& (*v)(const SweepNodeVerdict&) = [](const SweepNodeVerdict& s) -> const NodeVerdict& { return s.verdict; };
-    static const Object<SweepNodeVerdict> o(
-        "", {F::of("available", v, &NodeVerdict::available),
+Object<SweepNodeVerdict> describe(Tag<SweepNodeVerdict>) {
+  using F = Fields<SweepNodeVerdict>;
+  const NodeVerdict& (*v)(const SweepNodeVerdict&) = [](const SweepNodeVerdict& s) -> const NodeVerdict& { return s.verdict; };
+  return Object<SweepNodeVerdict>(        "", {F::of("available", v, &NodeVerdict::available),
              F::computed("level", [v](const SweepNodeVerdict& s) { return std::string(level_name(v(s).level)); },
                          names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail})),
              F::of("worst_ratio", v, &NodeVerdict::worst_ratio), F::of("worst_node", v, &NodeVerdict::worst_node),
              F::computed("findings", [v](const SweepNodeVerdict& s) { return wrapped<SweepFinding>(v(s).findings); })},
         "the run's node verdict (docs/verdicts.md, 'Node evidence'), the same at every point: nodes whose compiled local "
         "error stands out against eager's");
-    return o;
-  }
-};
+}
 
 /// An output with the smallest tolerance that passes it, per multiplier.
 struct SweepOutput {
@@ -224,26 +199,18 @@ struct SweepOutput {
   std::vector<std::optional<double>> min_passing_tol;
 };
 
-template <>
-struct Described<SweepOutput> {
-  static const Object<SweepOutput>& object() {
-    using F = Fields<SweepOutput>;
-    static const Object<SweepOutput> o(
-        "", {F::of("name", &SweepOutput::name),
+Object<SweepOutput> describe(Tag<SweepOutput>) {
+  using F = Fields<SweepOutput>;
+  return Object<SweepOutput>(        "", {F::of("name", &SweepOutput::name),
              F::of("min_passing_tol", &SweepOutput::min_passing_tol, array_type(finite_type().or_null()),
                    "per multiplier (same order as 'multipliers'): the smallest tolerance that passes, to 0.1%; null: none "
                    "up to 1e3")});
-    return o;
-  }
-};
+}
 
-template <>
-struct Described<SweepResult> {
-  static const Object<SweepResult>& object() {
-    using F = Fields<SweepResult>;
-    const DiffResult& (*run)(const SweepResult&) = [](const SweepResult& s) -> const DiffResult& { return s.run; };
-    static const Object<SweepResult> o(
-        "",
+Object<SweepResult> describe(Tag<SweepResult>) {
+  using F = Fields<SweepResult>;
+  const DiffResult& (*run)(const SweepResult&) = [](const SweepResult& s) -> const DiffResult& { return s.run; };
+  return Object<SweepResult>(        "",
         {F::of("graph", run, &DiffResult::graph), F::of("inputs", run, &DiffResult::inputs),
          F::of("compiled", run, &DiffResult::compiled, "the compiled side, as the backend names itself"),
          F::computed("rule", [](const SweepResult& s) { return rule_name(s.run.rule); }, one_of({"same", "allclose"})),
@@ -271,9 +238,7 @@ struct Described<SweepResult> {
          F::of("judge_seconds", &SweepResult::judge_seconds, finite_type()),
          F::of("localize_seconds", &SweepResult::localize_seconds, finite_type())},
         "One set of runs judged at every point of a tolerance grid (docs/usage.md, 'Tolerance sweeps').");
-    return o;
-  }
-};
+}
 
 }  // namespace pt2diff::json_fields
 
@@ -282,7 +247,7 @@ namespace pt2diff {
 std::string sweep_to_json(const SweepResult& s) { return json_fields::write_value(s).dump(1) + "\n"; }
 
 std::string sweep_json_schema() {
-  return json_fields::document_schema("pt2diff sweep --json", json_fields::Described<SweepResult>::object()).dump(2) + "\n";
+  return json_fields::document_schema("pt2diff sweep --json", json_fields::object_of<SweepResult>()).dump(2) + "\n";
 }
 
 std::string sweep_to_svg(const SweepResult& s) {
