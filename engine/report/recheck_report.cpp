@@ -64,72 +64,82 @@ namespace pt2diff::json_fields {
 Object<TorchRow> describe(Tag<TorchRow>) {
   using F = Fields<TorchRow>;
   const TorchInstall& (*torch)(const TorchRow&) = [](const TorchRow& r) -> const TorchInstall& { return r.torch; };
-  return Object<TorchRow>(        "row",
-        {F::of("label", torch, &TorchInstall::label, "the LABEL of --torch LABEL=PYTHON; empty: the version names it"),
-         F::of("python", torch, &TorchInstall::python, "the interpreter of the torch installation"),
-         F::of("version", &TorchRow::version, "torch.__version__ as that Python reports it; empty when it could not be read"),
-         F::of("judged", &TorchRow::judged, "the diff ran at this torch"),
-         F::of("skipped", &TorchRow::skipped, "not run: the bisection did not need it"),
-         F::of("problem", &TorchRow::problem,
-               "why this torch could not judge the graph, one line (no torch, a version outside 2.11-2.14, an archive it "
-               "cannot load)"),
-         F::computed("level",
-                     [](const TorchRow& r) {
-                       return std::string(r.judged ? level_name(r.level) : r.skipped ? "not_run" : "unusable");
-                     },
-                     one_of({"pass", "suspicious", "fail", "unusable", "not_run"})),
-         F::of("fails", &TorchRow::fails, "the run counts as failing (what exit code 1 means)"),
-         F::of("compiled_failed", &TorchRow::compiled_failed),
-         F::of("compile_failure", &TorchRow::compile_failure, "the first failed compile: which, its failure kind and message"),
-         F::of("worst_ratio", &TorchRow::worst_ratio, "the largest output error ratio: compiled RMSE to fp64 / eager's"),
-         F::of("worst_output", &TorchRow::worst_output),
-         F::of("node_ratio", &TorchRow::node_ratio, "the node verdict's worst ratio: compiled local error / eager's"),
-         F::of("node", &TorchRow::node, "the node verdict's first finding, else its worst node"),
-         F::of("culprit", &TorchRow::culprit,
-               "the localization's culprit: a node, or 'first .. last' of a window; empty when none was named"),
-         F::of("culprit_op", &TorchRow::culprit_op), F::of("culprit_source", &TorchRow::culprit_source),
-         F::of("culprit_ratio", &TorchRow::culprit_ratio,
-               "the culprit (op or window) compiled alone on fp64-exact inputs, its error over eager's (the localization's "
-               "verdict on it); 0 without a culprit"),
-         F::of("seconds", &TorchRow::seconds, finite_type())},
-        "one torch's verdict on the graph");
+  return Object<TorchRow>(
+      "row",
+      {F::of("label", torch, &TorchInstall::label, "the LABEL of --torch LABEL=PYTHON; empty: the version names it"),
+       F::of("python", torch, &TorchInstall::python, "the interpreter of the torch installation"),
+       F::of("version", &TorchRow::version,
+             "torch.__version__ as that Python reports it; empty when it could not be read"),
+       F::of("judged", &TorchRow::judged, "the diff ran at this torch"),
+       F::of("skipped", &TorchRow::skipped, "not run: the bisection did not need it"),
+       F::of("problem", &TorchRow::problem,
+             "why this torch could not judge the graph, one line (no torch, a version outside 2.11-2.14, an archive it "
+             "cannot load)"),
+       F::computed(
+           "level",
+           [](const TorchRow& r) {
+             return std::string(r.judged ? level_name(r.level) : r.skipped ? "not_run" : "unusable");
+           },
+           one_of({"pass", "suspicious", "fail", "unusable", "not_run"})),
+       F::of("fails", &TorchRow::fails, "the run counts as failing (what exit code 1 means)"),
+       F::of("compiled_failed", &TorchRow::compiled_failed),
+       F::of("compile_failure", &TorchRow::compile_failure,
+             "the first failed compile: which, its failure kind and message"),
+       F::of("worst_ratio", &TorchRow::worst_ratio, "the largest output error ratio: compiled RMSE to fp64 / eager's"),
+       F::of("worst_output", &TorchRow::worst_output),
+       F::of("node_ratio", &TorchRow::node_ratio, "the node verdict's worst ratio: compiled local error / eager's"),
+       F::of("node", &TorchRow::node, "the node verdict's first finding, else its worst node"),
+       F::of("culprit", &TorchRow::culprit,
+             "the localization's culprit: a node, or 'first .. last' of a window; empty when none was named"),
+       F::of("culprit_op", &TorchRow::culprit_op), F::of("culprit_source", &TorchRow::culprit_source),
+       F::of(
+           "culprit_ratio", &TorchRow::culprit_ratio,
+           "the culprit (op or window) compiled alone on fp64-exact inputs, its error over eager's (the localization's "
+           "verdict on it); 0 without a culprit"),
+       F::of("seconds", &TorchRow::seconds, finite_type())},
+      "one torch's verdict on the graph");
 }
 
 Object<NodeChange> describe(Tag<NodeChange>) {
   using F = Fields<NodeChange>;
-  return Object<NodeChange>(        "", {F::of("node", &NodeChange::node), F::of("op", &NodeChange::op), F::of("source", &NodeChange::source),
-             F::of("module_path", &NodeChange::module_path),
-             F::of("before", &NodeChange::before, "compiled local relative error (RMSE / RMS(fp64)) at the good torch"),
-             F::of("after", &NodeChange::after, "the same at the bad torch"),
-             F::of("eager", &NodeChange::eager, "eager's local relative error on the same inputs"),
-             F::of("factor", &NodeChange::factor, "after / before")});
+  return Object<NodeChange>(
+      "", {F::of("node", &NodeChange::node), F::of("op", &NodeChange::op), F::of("source", &NodeChange::source),
+           F::of("module_path", &NodeChange::module_path),
+           F::of("before", &NodeChange::before, "compiled local relative error (RMSE / RMS(fp64)) at the good torch"),
+           F::of("after", &NodeChange::after, "the same at the bad torch"),
+           F::of("eager", &NodeChange::eager, "eager's local relative error on the same inputs"),
+           F::of("factor", &NodeChange::factor, "after / before")});
 }
 
 Object<Regression> describe(Tag<Regression>) {
   using F = Fields<Regression>;
-  return Object<Regression>(        "", {F::of("good", &Regression::good, "the row that passes"), F::of("bad", &Regression::bad, "the row that fails"),
-             F::of("fixed", &Regression::fixed, "the later torch is the good one"),
-             F::of("changed", &Regression::changed,
-                   "nodes whose compiled local error changed by --change-factor, above eager's own local error; in graph "
-                   "order"),
-             F::of("first_diverging", &Regression::first_diverging,
-                   "the failing torch's culprit: 'node (op) at source'; empty when none was named"),
-             F::of("summary", &Regression::summary)});
+  return Object<Regression>(
+      "",
+      {F::of("good", &Regression::good, "the row that passes"), F::of("bad", &Regression::bad, "the row that fails"),
+       F::of("fixed", &Regression::fixed, "the later torch is the good one"),
+       F::of("changed", &Regression::changed,
+             "nodes whose compiled local error changed by --change-factor, above eager's own local error; in graph "
+             "order"),
+       F::of("first_diverging", &Regression::first_diverging,
+             "the failing torch's culprit: 'node (op) at source'; empty when none was named"),
+       F::of("summary", &Regression::summary)});
 }
 
 Object<Bisection> describe(Tag<Bisection>) {
   using F = Fields<Bisection>;
-  return Object<Bisection>(        "", {F::of("first_bad", &Bisection::first_bad, "the row of the first bad torch"), F::of("runs", &Bisection::runs),
-             F::of("summary", &Bisection::summary)});
+  return Object<Bisection>("", {F::of("first_bad", &Bisection::first_bad, "the row of the first bad torch"),
+                                F::of("runs", &Bisection::runs), F::of("summary", &Bisection::summary)});
 }
 
 Object<RecheckResult> describe(Tag<RecheckResult>) {
   using F = Fields<RecheckResult>;
-  return Object<RecheckResult>(        "", {F::of("graph", &RecheckResult::graph), F::of("inputs", &RecheckResult::inputs),
-             F::of("rows", &RecheckResult::rows, "one per --torch, in the order given"),
-             F::of("regressions", &RecheckResult::regressions, "one per adjacent pair of judged torches whose verdicts differ"),
-             F::of("bisection", &RecheckResult::bisection, "with --bisect-versions; null otherwise"),
-             F::of("seconds", &RecheckResult::seconds, finite_type())});
+  return Object<RecheckResult>("",
+                               {F::of("graph", &RecheckResult::graph), F::of("inputs", &RecheckResult::inputs),
+                                F::of("rows", &RecheckResult::rows, "one per --torch, in the order given"),
+                                F::of("regressions", &RecheckResult::regressions,
+                                      "one per adjacent pair of judged torches whose verdicts differ"),
+                                F::of("bisection", &RecheckResult::bisection, "with --bisect-versions; null otherwise"),
+                                F::of("seconds", &RecheckResult::seconds, finite_type())});
 }
 
 /// The document: its format's name and version around the cases.
@@ -139,14 +149,18 @@ struct RecheckDocument {
 
 Object<RecheckDocument> describe(Tag<RecheckDocument>) {
   using F = Fields<RecheckDocument>;
-  return Object<RecheckDocument>(        "",
-        {F::computed("format", [](const RecheckDocument&) { return std::string("pt2diff recheck"); },
-                     Type{{{"const", "pt2diff recheck"}}}),
-         F::computed("schema_version", [](const RecheckDocument&) { return 1; }, Type{{{"const", 1}}}),
-         F::computed("cases", [](const RecheckDocument& d) { return write_value(d.cases); },
-                     type_of<std::vector<RecheckResult>>())},
-        "What `pt2diff recheck --json` writes (docs/upstream.md): each case (a graph, a repro directory, or a batch "
-        "summary's cases) judged through the compilers of other torch installations, one fp64 reference for all.");
+  return Object<RecheckDocument>(
+      "",
+      {F::computed(
+           "format", [](const RecheckDocument&) { return std::string("pt2diff recheck"); },
+           Type{{{"const", "pt2diff recheck"}}}),
+       F::computed(
+           "schema_version", [](const RecheckDocument&) { return 1; }, Type{{{"const", 1}}}),
+       F::computed(
+           "cases", [](const RecheckDocument& d) { return write_value(d.cases); },
+           type_of<std::vector<RecheckResult>>())},
+      "What `pt2diff recheck --json` writes (docs/upstream.md): each case (a graph, a repro directory, or a batch "
+      "summary's cases) judged through the compilers of other torch installations, one fp64 reference for all.");
 }
 
 }  // namespace pt2diff::json_fields

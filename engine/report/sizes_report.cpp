@@ -97,61 +97,73 @@ namespace pt2diff::json_fields {
 
 Object<SizePoint> describe(Tag<SizePoint>) {
   using F = Fields<SizePoint>;
-  return Object<SizePoint>(        "", {F::of("symbol", &SizePoint::symbol), F::of("size", &SizePoint::size).at_least(0), F::of("judged", &SizePoint::judged),
-             F::of("refused", &SizePoint::refused, "when not judged: one line (outside the exported range, over --max-memory)"),
-             F::computed("level", [](const SizePoint& p) { return std::string(p.judged ? level_name(p.level) : "refused"); },
-                         one_of({"pass", "suspicious", "fail", "refused"})),
-             F::of("fails", &SizePoint::fails, "the run at this size counts as failing (exit 1)"),
-             F::of("compiled_failed", &SizePoint::compiled_failed),
-             F::of("worst_ratio", &SizePoint::worst_ratio, "the largest output error ratio: compiled RMSE to fp64 / eager's"),
-             F::of("worst_output", &SizePoint::worst_output),
-             F::of("node_ratio", &SizePoint::node_ratio,
-                   "the node verdict's worst ratio (the exploded compile against eager, fp64-exact inputs)"),
-             F::of("node", &SizePoint::node, "the node verdict's first finding, else its worst node"),
-             F::of("culprit", &SizePoint::culprit, "the localization's culprit nodes, at the smallest failing size of the symbol"),
-             F::of("recompiles", &SizePoint::recompiles, "compiles this size caused past the first (a guard failed)").at_least(0),
-             F::of("seconds", &SizePoint::seconds, finite_type())});
+  return Object<SizePoint>(
+      "",
+      {F::of("symbol", &SizePoint::symbol), F::of("size", &SizePoint::size).at_least(0),
+       F::of("judged", &SizePoint::judged),
+       F::of("refused", &SizePoint::refused,
+             "when not judged: one line (outside the exported range, over --max-memory)"),
+       F::computed(
+           "level", [](const SizePoint& p) { return std::string(p.judged ? level_name(p.level) : "refused"); },
+           one_of({"pass", "suspicious", "fail", "refused"})),
+       F::of("fails", &SizePoint::fails, "the run at this size counts as failing (exit 1)"),
+       F::of("compiled_failed", &SizePoint::compiled_failed),
+       F::of("worst_ratio", &SizePoint::worst_ratio, "the largest output error ratio: compiled RMSE to fp64 / eager's"),
+       F::of("worst_output", &SizePoint::worst_output),
+       F::of("node_ratio", &SizePoint::node_ratio,
+             "the node verdict's worst ratio (the exploded compile against eager, fp64-exact inputs)"),
+       F::of("node", &SizePoint::node, "the node verdict's first finding, else its worst node"),
+       F::of("culprit", &SizePoint::culprit,
+             "the localization's culprit nodes, at the smallest failing size of the symbol"),
+       F::of("recompiles", &SizePoint::recompiles, "compiles this size caused past the first (a guard failed)")
+           .at_least(0),
+       F::of("seconds", &SizePoint::seconds, finite_type())});
 }
 
 Object<StaticCheck> describe(Tag<StaticCheck>) {
   using F = Fields<StaticCheck>;
-  auto level = [](const char* name, Level StaticCheck::*member) {
-    return F::computed(name, [member](const StaticCheck& c) { return std::string(level_name(c.*member)); },
-                       names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail}));
+  auto level = [](const char* name, Level StaticCheck::* member) {
+    return F::computed(
+        name, [member](const StaticCheck& c) { return std::string(level_name(c.*member)); },
+        names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail}));
   };
-  return Object<StaticCheck>(        "", {F::of("symbol", &StaticCheck::symbol), F::of("size", &StaticCheck::size), level("dynamic_level", &StaticCheck::dynamic_level),
-             level("static_level", &StaticCheck::static_level), F::of("dynamic_ratio", &StaticCheck::dynamic_ratio),
-             F::of("static_ratio", &StaticCheck::static_ratio), F::of("dynamic_node_ratio", &StaticCheck::dynamic_node_ratio),
-             F::of("static_node_ratio", &StaticCheck::static_node_ratio),
-             F::of("differ", &StaticCheck::differ, "the levels differ: one compile is wrong where the other is not"),
-             F::of("summary", &StaticCheck::summary)});
+  return Object<StaticCheck>(
+      "", {F::of("symbol", &StaticCheck::symbol), F::of("size", &StaticCheck::size),
+           level("dynamic_level", &StaticCheck::dynamic_level), level("static_level", &StaticCheck::static_level),
+           F::of("dynamic_ratio", &StaticCheck::dynamic_ratio), F::of("static_ratio", &StaticCheck::static_ratio),
+           F::of("dynamic_node_ratio", &StaticCheck::dynamic_node_ratio),
+           F::of("static_node_ratio", &StaticCheck::static_node_ratio),
+           F::of("differ", &StaticCheck::differ, "the levels differ: one compile is wrong where the other is not"),
+           F::of("summary", &StaticCheck::summary)});
 }
 
 Object<SizeSweepResult> describe(Tag<SizeSweepResult>) {
   using F = Fields<SizeSweepResult>;
-  return Object<SizeSweepResult>(        "",
-        {F::computed("schema_version", [](const SizeSweepResult&) { return 1; }, Type{{{"const", 1}}}),
-         F::of("graph", &SizeSweepResult::graph),
-         F::of("inputs", &SizeSweepResult::inputs,
-               "where the base inputs came from; each size cuts or repeats them along the swept dim"),
-         F::of("symbols", &SizeSweepResult::symbols, "the archive's symbols swept, in order"),
-         F::of("described", &SizeSweepResult::described,
-               "per symbol: the input dim and the exported range ('x.size(0) in [2, 64]')"),
-         F::of("refused_dims", &SizeSweepResult::refused_dims, "dims asked for that cannot be swept, one line each"),
-         F::of("shapes", &SizeSweepResult::shapes,
-               "how the first compile of the whole graph treated the dynamic dims; null when the backend does not say"),
-         F::of("points", &SizeSweepResult::points),
-         F::of("localized", &SizeSweepResult::localized, array_type(Type{{{"type", "object"}}}),
-               "the run at each symbol's smallest failing size, localized: each a report of docs/report.schema.json"),
-         F::of("static_check", &SizeSweepResult::static_check,
-               "the graph compiled static too at one size (the smallest failing, else suspicious, else the given size) "
-               "and judged beside the dynamic compile"),
-         F::of("compiles", &SizeSweepResult::compiles,
-               "compiles the sweep's backend made: each region once, every size sharing it"),
-         F::of("recompiles", &SizeSweepResult::recompiles).at_least(0),
-         F::of("seconds", &SizeSweepResult::seconds, finite_type())},
-        "What `pt2diff sizes --json` writes and pt2diff.sweep_sizes() returns (docs/dynamic-shapes.md): one dynamic "
-        "compile judged at every size of the graph's dynamic dims.");
+  return Object<SizeSweepResult>(
+      "",
+      {F::computed(
+           "schema_version", [](const SizeSweepResult&) { return 1; }, Type{{{"const", 1}}}),
+       F::of("graph", &SizeSweepResult::graph),
+       F::of("inputs", &SizeSweepResult::inputs,
+             "where the base inputs came from; each size cuts or repeats them along the swept dim"),
+       F::of("symbols", &SizeSweepResult::symbols, "the archive's symbols swept, in order"),
+       F::of("described", &SizeSweepResult::described,
+             "per symbol: the input dim and the exported range ('x.size(0) in [2, 64]')"),
+       F::of("refused_dims", &SizeSweepResult::refused_dims, "dims asked for that cannot be swept, one line each"),
+       F::of("shapes", &SizeSweepResult::shapes,
+             "how the first compile of the whole graph treated the dynamic dims; null when the backend does not say"),
+       F::of("points", &SizeSweepResult::points),
+       F::of("localized", &SizeSweepResult::localized, array_type(Type{{{"type", "object"}}}),
+             "the run at each symbol's smallest failing size, localized: each a report of docs/report.schema.json"),
+       F::of("static_check", &SizeSweepResult::static_check,
+             "the graph compiled static too at one size (the smallest failing, else suspicious, else the given size) "
+             "and judged beside the dynamic compile"),
+       F::of("compiles", &SizeSweepResult::compiles,
+             "compiles the sweep's backend made: each region once, every size sharing it"),
+       F::of("recompiles", &SizeSweepResult::recompiles).at_least(0),
+       F::of("seconds", &SizeSweepResult::seconds, finite_type())},
+      "What `pt2diff sizes --json` writes and pt2diff.sweep_sizes() returns (docs/dynamic-shapes.md): one dynamic "
+      "compile judged at every size of the graph's dynamic dims.");
 }
 
 }  // namespace pt2diff::json_fields

@@ -97,18 +97,21 @@ struct SweepVerdict {
 Object<SweepVerdict> describe(Tag<SweepVerdict>) {
   using F = Fields<SweepVerdict>;
   const Verdict& (*v)(const SweepVerdict&) = [](const SweepVerdict& s) -> const Verdict& { return s.verdict; };
-  return Object<SweepVerdict>(        "", {F::of("pass", v, &Verdict::pass),
-             F::computed("level", [v](const SweepVerdict& s) { return std::string(level_name(v(s).level)); },
-                         names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail})),
-             F::of("reason", v, &Verdict::reason), F::of("detail", v, &Verdict::detail),
-             F::of("error_ratio", v, &Verdict::error_ratio,
-                   "RMSE(compiled, fp64) / max(RMSE(eager, fp64), eager's rounding floor)"),
-             F::computed("blind_spot",
-                         [v](const SweepVerdict& s) {
-                           return v(s).blind_spot.empty() ? std::optional<std::string>() : v(s).blind_spot;
-                         },
-                         one_of({"atol_dominates", "rmse_slack_dominates"}).or_null(),
-                         "why the rule cannot see a 1% error in this output (docs/verdicts.md)")});
+  return Object<SweepVerdict>("",
+                              {F::of("pass", v, &Verdict::pass),
+                               F::computed(
+                                   "level", [v](const SweepVerdict& s) { return std::string(level_name(v(s).level)); },
+                                   names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail})),
+                               F::of("reason", v, &Verdict::reason), F::of("detail", v, &Verdict::detail),
+                               F::of("error_ratio", v, &Verdict::error_ratio,
+                                     "RMSE(compiled, fp64) / max(RMSE(eager, fp64), eager's rounding floor)"),
+                               F::computed(
+                                   "blind_spot",
+                                   [v](const SweepVerdict& s) {
+                                     return v(s).blind_spot.empty() ? std::optional<std::string>() : v(s).blind_spot;
+                                   },
+                                   one_of({"atol_dominates", "rmse_slack_dominates"}).or_null(),
+                                   "why the rule cannot see a 1% error in this output (docs/verdicts.md)")});
 }
 
 /// Wrappers of each element, for a list of values a document shows in short.
@@ -127,38 +130,49 @@ struct SweepCulprit {
 Object<SweepCulprit> describe(Tag<SweepCulprit>) {
   using F = Fields<SweepCulprit>;
   using C = Culprit::Conclusion;
-  const Culprit& (*culprit)(const SweepCulprit&) = [](const SweepCulprit& c) -> const Culprit& { return c.localization.culprit; };
-  return Object<SweepCulprit>(        "", {F::computed("kind", [culprit](const SweepCulprit& c) { return std::string(culprit_kind_name(culprit(c).kind)); },
-                         names_of(culprit_kind_name, {Culprit::Kind::SingleOp, Culprit::Kind::Window, Culprit::Kind::Flaky,
-                                                      Culprit::Kind::Inconclusive})),
-             F::computed("conclusion",
-                         [culprit](const SweepCulprit& c) { return std::string(culprit_conclusion_name(culprit(c).conclusion)); },
-                         names_upto(culprit_conclusion_name, C::RandomStream)),
-             F::of("nodes", culprit, &Culprit::nodes), F::of("ops", culprit, &Culprit::ops),
-             F::of("summary", culprit, &Culprit::summary),
-             F::computed("compiles", [](const SweepCulprit& c) { return c.localization.compiles; })});
+  const Culprit& (*culprit)(const SweepCulprit&) = [](const SweepCulprit& c) -> const Culprit& {
+    return c.localization.culprit;
+  };
+  return Object<SweepCulprit>(
+      "", {F::computed(
+               "kind", [culprit](const SweepCulprit& c) { return std::string(culprit_kind_name(culprit(c).kind)); },
+               names_of(culprit_kind_name, {Culprit::Kind::SingleOp, Culprit::Kind::Window, Culprit::Kind::Flaky,
+                                            Culprit::Kind::Inconclusive})),
+           F::computed(
+               "conclusion",
+               [culprit](const SweepCulprit& c) { return std::string(culprit_conclusion_name(culprit(c).conclusion)); },
+               names_upto(culprit_conclusion_name, C::RandomStream)),
+           F::of("nodes", culprit, &Culprit::nodes), F::of("ops", culprit, &Culprit::ops),
+           F::of("summary", culprit, &Culprit::summary),
+           F::computed("compiles", [](const SweepCulprit& c) { return c.localization.compiles; })});
 }
 
 Object<SweepPoint> describe(Tag<SweepPoint>) {
   using F = Fields<SweepPoint>;
-  return Object<SweepPoint>(        "", {F::of("tol", &SweepPoint::tol, Type{{{"type", "number"}, {"exclusiveMinimum", 0}}}),
-             F::computed("multiplier",
-                         [](const SweepPoint& p) { return p.multiplier > 0 ? std::optional<double>(p.multiplier) : std::nullopt; },
-                         finite_type().or_null()),
-             F::computed("outputs", [](const SweepPoint& p) { return wrapped<SweepVerdict>(p.outputs); },
-                         "one verdict per output, in the order of the top-level 'outputs'"),
-             F::of("failing_outputs", &SweepPoint::failing_outputs),
-             F::of("suspicious_outputs", &SweepPoint::suspicious_outputs, "outputs the rule passes whose level is suspicious"),
-             F::of("local_failures", &SweepPoint::local_failures, "nodes whose compiled local result fails the rule"),
-             F::of("propagated_failures", &SweepPoint::propagated_failures,
-                   "nodes whose eager value is not allclose to fp64 at tol"),
-             F::computed("first_diverging",
-                         [](const SweepPoint& p) {
-                           return p.first_diverging.empty() ? std::optional<std::string>() : p.first_diverging;
-                         }),
-             F::computed("localization", [](const SweepPoint& p) { return write_value(SweepCulprit{*p.localization}); },
-                         object_of<SweepCulprit>().type(), "where an output fails, with --localize")
-                 .only_when([](const SweepPoint& p) { return p.localization.has_value(); })});
+  return Object<SweepPoint>(
+      "",
+      {F::of("tol", &SweepPoint::tol, Type{{{"type", "number"}, {"exclusiveMinimum", 0}}}),
+       F::computed(
+           "multiplier",
+           [](const SweepPoint& p) { return p.multiplier > 0 ? std::optional<double>(p.multiplier) : std::nullopt; },
+           finite_type().or_null()),
+       F::computed(
+           "outputs", [](const SweepPoint& p) { return wrapped<SweepVerdict>(p.outputs); },
+           "one verdict per output, in the order of the top-level 'outputs'"),
+       F::of("failing_outputs", &SweepPoint::failing_outputs),
+       F::of("suspicious_outputs", &SweepPoint::suspicious_outputs,
+             "outputs the rule passes whose level is suspicious"),
+       F::of("local_failures", &SweepPoint::local_failures, "nodes whose compiled local result fails the rule"),
+       F::of("propagated_failures", &SweepPoint::propagated_failures,
+             "nodes whose eager value is not allclose to fp64 at tol"),
+       F::computed("first_diverging",
+                   [](const SweepPoint& p) {
+                     return p.first_diverging.empty() ? std::optional<std::string>() : p.first_diverging;
+                   }),
+       F::computed(
+           "localization", [](const SweepPoint& p) { return write_value(SweepCulprit{*p.localization}); },
+           object_of<SweepCulprit>().type(), "where an output fails, with --localize")
+           .only_when([](const SweepPoint& p) { return p.localization.has_value(); })});
 }
 
 /// A finding of the run's node verdict, in short.
@@ -169,11 +183,13 @@ struct SweepFinding {
 Object<SweepFinding> describe(Tag<SweepFinding>) {
   using F = Fields<SweepFinding>;
   const NodeFinding& (*f)(const SweepFinding&) = [](const SweepFinding& s) -> const NodeFinding& { return s.finding; };
-  return Object<SweepFinding>(        "", {F::of("node", f, &NodeFinding::node), F::of("op", f, &NodeFinding::op), F::of("source", f, &NodeFinding::source),
-             F::of("module_path", f, &NodeFinding::module_path),
-             F::computed("level", [f](const SweepFinding& s) { return std::string(level_name(f(s).level)); },
-                         names_of(level_name, {Level::Suspicious, Level::Fail})),
-             F::of("ratio", f, &NodeFinding::ratio), F::of("also", f, &NodeFinding::also)});
+  return Object<SweepFinding>(
+      "", {F::of("node", f, &NodeFinding::node), F::of("op", f, &NodeFinding::op),
+           F::of("source", f, &NodeFinding::source), F::of("module_path", f, &NodeFinding::module_path),
+           F::computed(
+               "level", [f](const SweepFinding& s) { return std::string(level_name(f(s).level)); },
+               names_of(level_name, {Level::Suspicious, Level::Fail})),
+           F::of("ratio", f, &NodeFinding::ratio), F::of("also", f, &NodeFinding::also)});
 }
 
 /// The run's node verdict, in short.
@@ -183,14 +199,19 @@ struct SweepNodeVerdict {
 
 Object<SweepNodeVerdict> describe(Tag<SweepNodeVerdict>) {
   using F = Fields<SweepNodeVerdict>;
-  const NodeVerdict& (*v)(const SweepNodeVerdict&) = [](const SweepNodeVerdict& s) -> const NodeVerdict& { return s.verdict; };
-  return Object<SweepNodeVerdict>(        "", {F::of("available", v, &NodeVerdict::available),
-             F::computed("level", [v](const SweepNodeVerdict& s) { return std::string(level_name(v(s).level)); },
-                         names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail})),
-             F::of("worst_ratio", v, &NodeVerdict::worst_ratio), F::of("worst_node", v, &NodeVerdict::worst_node),
-             F::computed("findings", [v](const SweepNodeVerdict& s) { return wrapped<SweepFinding>(v(s).findings); })},
-        "the run's node verdict (docs/verdicts.md, 'Node evidence'), the same at every point: nodes whose compiled local "
-        "error stands out against eager's");
+  const NodeVerdict& (*v)(const SweepNodeVerdict&) = [](const SweepNodeVerdict& s) -> const NodeVerdict& {
+    return s.verdict;
+  };
+  return Object<SweepNodeVerdict>(
+      "",
+      {F::of("available", v, &NodeVerdict::available),
+       F::computed(
+           "level", [v](const SweepNodeVerdict& s) { return std::string(level_name(v(s).level)); },
+           names_of(level_name, {Level::Pass, Level::Suspicious, Level::Fail})),
+       F::of("worst_ratio", v, &NodeVerdict::worst_ratio), F::of("worst_node", v, &NodeVerdict::worst_node),
+       F::computed("findings", [v](const SweepNodeVerdict& s) { return wrapped<SweepFinding>(v(s).findings); })},
+      "the run's node verdict (docs/verdicts.md, 'Node evidence'), the same at every point: nodes whose compiled local "
+      "error stands out against eager's");
 }
 
 /// An output with the smallest tolerance that passes it, per multiplier.
@@ -201,43 +222,50 @@ struct SweepOutput {
 
 Object<SweepOutput> describe(Tag<SweepOutput>) {
   using F = Fields<SweepOutput>;
-  return Object<SweepOutput>(        "", {F::of("name", &SweepOutput::name),
-             F::of("min_passing_tol", &SweepOutput::min_passing_tol, array_type(finite_type().or_null()),
-                   "per multiplier (same order as 'multipliers'): the smallest tolerance that passes, to 0.1%; null: none "
-                   "up to 1e3")});
+  return Object<SweepOutput>(
+      "",
+      {F::of("name", &SweepOutput::name),
+       F::of("min_passing_tol", &SweepOutput::min_passing_tol, array_type(finite_type().or_null()),
+             "per multiplier (same order as 'multipliers'): the smallest tolerance that passes, to 0.1%; null: none "
+             "up to 1e3")});
 }
 
 Object<SweepResult> describe(Tag<SweepResult>) {
   using F = Fields<SweepResult>;
   const DiffResult& (*run)(const SweepResult&) = [](const SweepResult& s) -> const DiffResult& { return s.run; };
-  return Object<SweepResult>(        "",
-        {F::of("graph", run, &DiffResult::graph), F::of("inputs", run, &DiffResult::inputs),
-         F::of("compiled", run, &DiffResult::compiled, "the compiled side, as the backend names itself"),
-         F::computed("rule", [](const SweepResult& s) { return rule_name(s.run.rule); }, one_of({"same", "allclose"})),
-         F::computed("suspicious_ratio", [](const SweepResult& s) { return s.run.rule.suspicious_ratio; }, finite_type(),
-                     "--suspicious-ratio: a passing output this many times farther from fp64 than eager is suspicious (0: "
-                     "never)")
-             .at_least(0),
-         F::computed("multipliers",
-                     [](const SweepResult& s) {
-                       std::vector<std::optional<double>> out;
-                       for (double m : s.multipliers) out.push_back(m > 0 ? std::optional<double>(m) : std::nullopt);
-                       return out;
-                     },
-                     Type{{{"type", "array"}, {"minItems", 1}, {"items", finite_type().or_null().schema}}},
-                     "the multiplier axis; null: the rule's own multipliers"),
-         F::computed("outputs",
-                     [](const SweepResult& s) {
-                       std::vector<SweepOutput> out;
-                       for (size_t i = 0; i < s.run.outputs.size(); ++i) out.push_back({s.run.outputs[i].name, s.min_passing_tol[i]});
-                       return out;
-                     }),
-         F::computed("node_verdict", [](const SweepResult& s) { return SweepNodeVerdict{s.run.node_verdict}; }),
-         F::of("points", &SweepResult::points),
-         F::of("compiles", &SweepResult::compiles), F::of("run_seconds", &SweepResult::run_seconds, finite_type()),
-         F::of("judge_seconds", &SweepResult::judge_seconds, finite_type()),
-         F::of("localize_seconds", &SweepResult::localize_seconds, finite_type())},
-        "One set of runs judged at every point of a tolerance grid (docs/usage.md, 'Tolerance sweeps').");
+  return Object<SweepResult>(
+      "",
+      {F::of("graph", run, &DiffResult::graph), F::of("inputs", run, &DiffResult::inputs),
+       F::of("compiled", run, &DiffResult::compiled, "the compiled side, as the backend names itself"),
+       F::computed(
+           "rule", [](const SweepResult& s) { return rule_name(s.run.rule); }, one_of({"same", "allclose"})),
+       F::computed(
+           "suspicious_ratio", [](const SweepResult& s) { return s.run.rule.suspicious_ratio; }, finite_type(),
+           "--suspicious-ratio: a passing output this many times farther from fp64 than eager is suspicious (0: "
+           "never)")
+           .at_least(0),
+       F::computed(
+           "multipliers",
+           [](const SweepResult& s) {
+             std::vector<std::optional<double>> out;
+             for (double m : s.multipliers) out.push_back(m > 0 ? std::optional<double>(m) : std::nullopt);
+             return out;
+           },
+           Type{{{"type", "array"}, {"minItems", 1}, {"items", finite_type().or_null().schema}}},
+           "the multiplier axis; null: the rule's own multipliers"),
+       F::computed("outputs",
+                   [](const SweepResult& s) {
+                     std::vector<SweepOutput> out;
+                     for (size_t i = 0; i < s.run.outputs.size(); ++i)
+                       out.push_back({s.run.outputs[i].name, s.min_passing_tol[i]});
+                     return out;
+                   }),
+       F::computed("node_verdict", [](const SweepResult& s) { return SweepNodeVerdict{s.run.node_verdict}; }),
+       F::of("points", &SweepResult::points), F::of("compiles", &SweepResult::compiles),
+       F::of("run_seconds", &SweepResult::run_seconds, finite_type()),
+       F::of("judge_seconds", &SweepResult::judge_seconds, finite_type()),
+       F::of("localize_seconds", &SweepResult::localize_seconds, finite_type())},
+      "One set of runs judged at every point of a tolerance grid (docs/usage.md, 'Tolerance sweeps').");
 }
 
 }  // namespace pt2diff::json_fields
