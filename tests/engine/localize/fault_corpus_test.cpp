@@ -28,8 +28,7 @@ DiffResult with_fault(const Program& p, const BoundInputs& in, const std::string
 }
 
 bool names(const Culprit& c, const std::string& node) {
-  return (c.kind == Culprit::Kind::SingleOp || c.kind == Culprit::Kind::Window) &&
-         std::find(c.nodes.begin(), c.nodes.end(), node) != c.nodes.end();
+  return c.named() && std::find(c.nodes.begin(), c.nodes.end(), node) != c.nodes.end();
 }
 
 TEST(FaultCorpus, EveryDivergingFaultIsLocalizedToThePlantedNode) {
