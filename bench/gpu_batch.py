@@ -4,7 +4,7 @@
     python bench/gpu_batch.py PT2DIFF [--cases 8]
 
 Exports CASES models on cuda here (bf16 decoders and fp16 conv nets of different widths, each with its inputs:
-tests/device/models_cuda.py and capture_cuda.py's conv net in fp16), then runs the corpus with the local pool
+tests/device/models_cuda.py's TinyDecoder and AutocastConvNet in fp16), then runs the corpus with the local pool
 (--jobs CASES, real Inductor, cold Inductor cache each time) with CUDA_VISIBLE_DEVICES=0 and with every GPU
 visible (one run on a machine with one GPU); prints the wall times and whether the summaries are equal but for
 timings.
@@ -21,8 +21,7 @@ import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "device")]
-from capture_cuda import AutocastConvNet  # noqa: E402
-from models_cuda import TinyDecoder  # noqa: E402
+from models_cuda import AutocastConvNet, TinyDecoder  # noqa: E402
 from pt2diff_batch.summary import comparable  # noqa: E402
 
 

@@ -46,7 +46,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-from report_checks import without_measurements  # noqa: E402
+from cli_case import without_measurements  # noqa: E402
 
 
 class Block(torch.nn.Module):

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from report_checks import without_measurements  # noqa: E402
+from cli_case import without_measurements  # noqa: E402
 
 
 def main():

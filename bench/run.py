@@ -286,9 +286,9 @@ def sec_distinct_ops(r, a):
     """The exploded compile with each distinct op compiled once against the whole exploded graph (docs/worker-protocol.md):
     the worker's compile and run of every op of a bf16 Llama-style decoder (d=256, 64 tokens), caches off, each
     mode in a fresh process, the median of 3."""
-    script = os.path.join(ROOT, "tests", "device", "distinct_ops_cuda.py")
+    script = os.path.join(ROOT, "tests", "device", "test_distinct_ops_cuda.py")
     for mode in ("distinct", "whole"):
-        r.commands.append({"argv": ["python", "tests/device/distinct_ops_cuda.py", "cpu", "--layers", "N", "--only", mode,
+        r.commands.append({"argv": ["python", "tests/device/test_distinct_ops_cuda.py", "cpu", "--layers", "N", "--only", mode,
                                     "--json", "OUT.json"], "note": f"3 times per size ({', '.join(map(str, DISTINCT_OPS_LAYERS))} layers)"})
     rows = {}
     for layers in DISTINCT_OPS_LAYERS:

@@ -57,49 +57,60 @@ trap 'rm -rf "$TORCHINDUCTOR_CACHE_DIR"' EXIT
 check 1 "the CLI's libstdc++ calls bind to libstdc++ (the torch 2.11+cu130 crash)" \
   "$ROOT/tests/linked_symbols_check.sh" "$cli" "$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)"
 check 1 "pt2diff's eager and fp64 runs on CUDA are PyTorch's (bit for bit; float64 to 1e-12), fp64 on the CPU when asked or short of memory, TF32 explained" \
-  "$PYTHON" "$ROOT/tests/device/engine_cuda.py" "$cli" "$fixtures"
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" "$PYTHON" "$ROOT/tests/python/run_tests.py" "$ROOT/tests/device/test_engine_cuda.py"
 check 1 "Inductor on CUDA gives torch.compile's numbers bit for bit" \
-  "$PYTHON" "$ROOT/tests/engine/backends/inductor_agreement.py" "$cli" "$fixtures" mlp attention_core bf16_block_core
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" "$PYTHON" "$ROOT/tests/python/run_tests.py" \
+  "$ROOT/tests/engine/backends/test_inductor_agreement.py::InductorAgreement::test_mlp" \
+  "$ROOT/tests/engine/backends/test_inductor_agreement.py::InductorAgreement::test_attention_core" \
+  "$ROOT/tests/engine/backends/test_inductor_agreement.py::InductorAgreement::test_bf16_block_core"
 check 1 "the exploded compile's distinct ops give the whole exploded graph's numbers bit for bit on Triton" \
-  "$PYTHON" "$ROOT/tests/device/distinct_ops_cuda.py" cuda
+  "$PYTHON" "$ROOT/tests/python/run_tests.py" "$ROOT/tests/device/test_distinct_ops_cuda.py"
 check 1 "a planted Inductor bug (fp32 matmuls in bf16) is localized on CUDA" \
-  "$PYTHON" "$ROOT/tests/engine/localize/inductor_localization.py" "$cli" "$fixtures" mlp
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" "$PYTHON" "$ROOT/tests/python/run_tests.py" \
+  "$ROOT/tests/engine/localize/test_inductor_localization.py::Mlp"
 check 2 "the kernel table reads Triton's wrapper code: the first failing kernel, the op inside it and a NaN's origin" \
-  "$PYTHON" "$ROOT/tests/engine/backends/kernel_map.py" "$cli" "$fixtures"
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" "$PYTHON" "$ROOT/tests/python/run_tests.py" "$ROOT/tests/engine/backends/test_kernel_map.py"
 check 2 "the smallest eager set on Triton: found, verified, and the printed torch.compiler.disable lines work on the module tree" \
   "$PYTHON" "$ROOT/tests/engine/localize/workaround.py" "$cli" "$fixtures"
 check 1 "TF32 and matmul precision reach the worker's CUDA kernels" \
-  "$PYTHON" "$ROOT/tests/device/tf32_settings_cuda.py"
+  "$PYTHON" "$ROOT/tests/python/run_tests.py" "$ROOT/tests/device/test_tf32_settings_cuda.py"
 check 4 "Python on the GPU: a bf16 model and its inputs on cuda diffed in memory (clean, a planted fault, the CLI beside it, device errors)" \
-  env PYTHONPATH="$BUILD/python" "$PYTHON" "$ROOT/tests/device/python_cuda.py" "$cli"
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" PYTHONPATH="$BUILD/python" "$PYTHON" "$ROOT/tests/python/run_tests.py" "$ROOT/tests/device/test_python_cuda.py"
 pytest_example() {  # pytest is the user's: without it in that Python the check says so and is not counted
   "$PYTHON" -c "import pytest" 2>/dev/null || { echo "skipped: $PYTHON has no pytest"; return 0; }
   PT2DIFF_DEVICE=cuda "$ROOT/tests/python/pytest_example.sh" "$PYTHON" "$BUILD/python" "$ROOT"
 }
 check 4 "the pytest example with its model and inputs on cuda: passes clean, fails naming the op on a planted fault" pytest_example
 check 4 "capture on the GPU: a bf16 decoder through the capture backend and an fp16-autocast conv net through export_module, diagnosed on the GPU and with none visible" \
-  "$PYTHON" "$ROOT/tests/device/capture_cuda.py" "$cli"
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" "$PYTHON" "$ROOT/tests/python/run_tests.py" "$ROOT/tests/device/test_capture_cuda.py"
 check 3 "graphs that write in place on CUDA: written inputs and buffers judged, planted reinplaced-scatter and write-back bugs localized, clean KV cache, train-mode batch norm and view writes agree" \
-  "$PYTHON" "$ROOT/tests/engine/localize/mutation_inductor.py" "$cli" "$fixtures"
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" "$PYTHON" "$ROOT/tests/python/run_tests.py" "$ROOT/tests/engine/localize/test_mutation_inductor.py"
 check 3 "the node verdict on CUDA: GPU-exported bf16 and fp16 models clean at every node, planted absorbed bugs flagged and named" \
-  "$PYTHON" "$ROOT/tests/device/node_verdict_cuda.py" "$cli" "$fixtures"
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" "$PYTHON" "$ROOT/tests/python/run_tests.py" "$ROOT/tests/device/test_node_verdict_cuda.py"
 check 8 "training steps on CUDA: bf16 steps exported there, captured bit-exact, clean steps agree, planted backward bugs named at their backward node and forward line" \
-  "$PYTHON" "$ROOT/tests/engine/localize/training_inductor.py" "$cli" "$fixtures"
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" "$PYTHON" "$ROOT/tests/python/run_tests.py" "$ROOT/tests/engine/localize/test_training_inductor.py"
 check 8 "dynamic shapes on CUDA: dims compiled symbolic, a tail-only and a dynamic-only planted bug found by the size sweep and named, clean dynamic graphs agree at every default size" \
-  env PYTHONPATH="$BUILD/python" "$PYTHON" "$ROOT/tests/engine/localize/sizes_inductor.py" "$cli" "$fixtures"
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" PYTHONPATH="$BUILD/python" "$PYTHON" "$ROOT/tests/python/run_tests.py" \
+  "$ROOT/tests/engine/localize/test_sizes_inductor.py"
 check 9 "recheck on CUDA: the build's torch and one with a planted lowering, the regression and bisection named, test_repro.py of the window passing and failing" \
-  env PYTHONPATH="$BUILD/python" PT2DIFF_SECOND_TORCH="$PYTHON" "$PYTHON" "$ROOT/tests/engine/upstream/recheck_torches.py" "$cli" "$fixtures"
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" PYTHONPATH="$BUILD/python" PT2DIFF_SECOND_TORCH="$PYTHON" "$PYTHON" \
+  "$ROOT/tests/python/run_tests.py" "$ROOT/tests/engine/upstream/test_recheck_torches.py"
 check 10 "the repro's PyTorch unit test on CUDA: a model exported there, planted op-level and fused-window bugs named, test_repro.py failing under the planted torch and passing under the stock one" \
-  env PYTHONPATH="$BUILD/python" "$PYTHON" "$ROOT/tests/engine/upstream/repro_unit_tests.py" "$cli"
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" PYTHONPATH="$BUILD/python" "$PYTHON" "$ROOT/tests/python/run_tests.py" \
+  "$ROOT/tests/engine/upstream/test_repro_unit_tests.py"
 # AOTInductor on CUDA in three parts: its package builds (115-121 s) and instrumented AOTI compiles (102-105 s) are
 # minutes each. All of it with the build was killed at 600 s on a fresh H200 (2026-12-04), and so were the planted
 # package's two checks together: the build, that package (115 s) and check 3 (282 s) left check 4 unfinished.
 check 5 "AOTInductor on CUDA: a bf16 decoder's package agrees, --compiled aoti's Triton kernel table, the device and guard lines" \
-  "$PYTHON" "$ROOT/tests/device/aoti_cuda.py" "$cli" 1,2,5
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" "$PYTHON" "$ROOT/tests/python/run_tests.py" \
+  "$ROOT/tests/device/test_aoti_cuda.py::CleanPackage" "$ROOT/tests/device/test_aoti_cuda.py::CompiledAoti"
 check 6 "AOTInductor on CUDA: a planted lowering bug named at its kernel and op through the twin, its Triton source in --repro" \
-  "$PYTHON" "$ROOT/tests/device/aoti_cuda.py" "$cli" 3
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" "$PYTHON" "$ROOT/tests/python/run_tests.py" \
+  "$ROOT/tests/device/test_aoti_cuda.py::PlantedPackage::test_planted_bug_named_at_its_kernel_and_op" \
+  "$ROOT/tests/device/test_aoti_cuda.py::PlantedPackage::test_repro_keeps_the_kernels_triton_source"
 check 7 "AOTInductor on CUDA: the planted package with the stock compiler as twin gives the not-reproduced line" \
-  "$PYTHON" "$ROOT/tests/device/aoti_cuda.py" "$cli" 4
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" "$PYTHON" "$ROOT/tests/python/run_tests.py" \
+  "$ROOT/tests/device/test_aoti_cuda.py::PlantedPackage::test_stock_compiler_as_twin_not_reproduced"
 
 ((LIST)) && exit 0
 what="GPU suite${PART:+, part $PART}"

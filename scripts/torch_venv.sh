@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A second torch for `pt2diff recheck`'s test (tests/engine/upstream/recheck_torches.py) and for trying recheck by
+# A second torch for `pt2diff recheck`'s test (tests/engine/upstream/test_recheck_torches.py) and for trying recheck by
 # hand: a venv with torch==VERSION from the package registry, kept in $PT2DIFF_HOME/torch-VERSION (default
 # ~/.cache/pt2diff) like the project's own venv. Idempotent; prints the venv's Python on stdout, progress on stderr.
 #

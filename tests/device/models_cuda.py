@@ -1,5 +1,6 @@
-"""Models built on the GPU for the GPU suite's Python checks (python_cuda.py, capture_cuda.py): a small bf16
-decoder (RMSNorm, causal SDPA, a gated MLP). Only torch: importing it needs no pt2diff."""
+"""Models built on the GPU for the GPU suite's Python tests (test_python_cuda.py, test_capture_cuda.py,
+test_aoti_cuda.py) and bench/gpu_batch.py: a small bf16 decoder (RMSNorm, causal SDPA, a gated MLP) and a conv net
+under fp16 autocast. Only torch: importing it needs no pt2diff."""
 import torch
 import torch.nn.functional as F
 
@@ -51,3 +52,21 @@ def seeded_decoder(device="cuda"):
     torch.manual_seed(0)
     model = TinyDecoder().to(device, torch.bfloat16).eval()
     return model, torch.randint(0, 512, (2, 32), device=device)
+
+
+class AutocastConvNet(torch.nn.Module):
+    """fp32 weights, the body under fp16 autocast: a batch-normed stem, two residual 3x3 blocks, a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU())
+        self.blocks = torch.nn.ModuleList(torch.nn.Sequential(torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.GroupNorm(4, 16),
+                                                              torch.nn.ReLU()) for _ in range(2))
+        self.head = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        with torch.autocast("cuda", dtype=torch.float16):
+            h = self.stem(x)
+            for blk in self.blocks:
+                h = h + blk(h)
+            return self.head(h.mean((2, 3)))

@@ -89,7 +89,7 @@ class Scale(CustomGraphPass):
             val = node.meta.get("val")
             if node.target not in self.targets or not isinstance(val, torch.Tensor) or val.dtype != self.dtype:
                 continue
-            # An addmm's first input is its bias: the matrix is the second (as tests/zoo/zoo_model.py keys it).
+            # An addmm's first input is its bias: the matrix is the second (as tests/zoo/test_zoo.py keys it).
             a = node.args[1] if node.target is aten.addmm.default else node.args[0]
             first = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
             if self.shape is not None and (first is None or tuple(first.shape) != self.shape):

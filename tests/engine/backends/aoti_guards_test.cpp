@@ -1,7 +1,7 @@
 // tests/engine/backends/aoti_guards_test.cpp — AOTI's input checklist, done by pt2diff before a package
 // runs (engine/backends/aoti_guards.h): every violation one line naming the input, as the guards AOTI
 // generates (check_inputs, AOTI_RUNTIME_CHECK_INPUTS=1) test them; the package's own messages named.
-// The package end to end: aoti_package.py.
+// The package end to end: test_aoti_package.py.
 #include <gtest/gtest.h>
 
 #include <ATen/ops/randn.h>

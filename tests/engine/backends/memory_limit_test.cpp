@@ -1,7 +1,7 @@
 // The memory limit (issue 34): the worker starts under RLIMIT_DATA = BackendOptions::memory_limit, and the
 // CLI caps its own allocations (cap_own_memory), so an oversized case fails with an allocation error instead
 // of waking the kernel's OOM killer. The end-to-end check (a worker allocating past --max-memory: exit 4,
-// out_of_memory, one line) is tests/engine/backends/memory_hog.py.
+// out_of_memory, one line) is tests/engine/backends/test_memory_hog.py.
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>

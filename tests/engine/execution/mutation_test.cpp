@@ -1,8 +1,8 @@
 // tests/engine/execution/mutation_test.cpp — graphs that write in place into what another node or the caller sees
 // (fixtures/make_mutation_fixtures.py): the storage model, each written input and buffer judged after the graph and
 // bit-exact against PyTorch eager run here, and faults planted on writes, on reads after them and on the storage
-// through a view localized to their node (the fault backend: no compiler; tests/engine/localize/mutation_inductor.py
-// has Inductor's own bugs).
+// through a view localized to their node (the fault backend: no compiler;
+// tests/engine/localize/test_mutation_inductor.py has Inductor's own bugs).
 #include <gtest/gtest.h>
 
 #include <ATen/ops/equal.h>

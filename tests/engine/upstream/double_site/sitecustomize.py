@@ -1,5 +1,5 @@
 """Makes this Python a test double of another torch installation, for `pt2diff recheck`'s tests
-(tests/engine/upstream/recheck_torches.py): a wrapper script puts this folder first on PYTHONPATH and sets
+(tests/engine/upstream/test_recheck_torches.py): a wrapper script puts this folder first on PYTHONPATH and sets
 PT2DIFF_TORCH_DOUBLE, and every Python it starts (the version probe, the worker, the compilers' subprocesses)
 imports this module first. The torch is the real one; what differs:
 
