@@ -23,8 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYERS = [
     ("api", ["include/pt2diff", "include/pt2diff/advanced"], "the public types and declarations; no engine header"),
     ("ir", ["graphs"], "the IR, the DAG, regions, the storage model, the DAG layout (no torch)"),
-    ("torch-free judging", ["graphs/rules", "graphs/search", "graphs/options"],
-     "the verdict rules, the localization search, the option table (no torch)"),
+    ("torch-free judging and wording", ["graphs/rules", "graphs/search", "graphs/options", "graphs/wording"],
+     "the verdict rules, the localization search, the option table, the sentences of a run (no torch)"),
     ("loading and measuring", ["engine/load", "engine/compare", "engine/localize"],
      "the archive and inputs loaders, metrics and judge(), the compiled oracle (torch)"),
     ("running", ["engine/execution"], "the interpreter and its kernels"),

@@ -16,6 +16,7 @@
 #include "engine/diff/stages.h"
 #include "graphs/search/whole_graph_oracle.h"
 #include "graphs/graph_text.h"
+#include "graphs/wording/wording.h"
 
 namespace pt2diff {
 
@@ -77,7 +78,7 @@ std::pair<std::vector<EagerLever>, std::vector<NodeId>> levers_for(const Graph& 
     }
     EagerLever l;
     l.kind = EagerLever::Kind::SourceLine;
-    l.source = frame.empty() ? fmt::format("node {} ({}; no source line recorded)", n.name, n.target) : frame;
+    l.source = frame.empty() ? wording::lever_without_source(n.name, n.target) : frame;
     l.nodes = 1;
     lines[key] = levers.size();
     levers.push_back(std::move(l));
@@ -99,16 +100,6 @@ std::vector<std::string> python_lines(const std::vector<EagerLever>& levers) {
     }
   }
   return out;
-}
-
-std::string names(const std::vector<EagerNode>& nodes) {
-  std::vector<std::string> out;
-  for (const EagerNode& n : nodes) out.push_back(n.node);
-  if (out.size() > 6) {
-    out.resize(6);
-    out.push_back("...");
-  }
-  return fmt::format("{}", fmt::join(out, ", "));
 }
 
 /// The set's nodes as the report names them: op, source line, module path and type.
@@ -138,28 +129,9 @@ WholeGraphOracle::Answer verify_levers(const Graph& g, WholeGraphOracle& oracle,
   w.verified = verified(check);
   w.verified_nodes = leaves.size();
   w.worst_output = check.passes ? check.worst_output : check.output;
-  const std::string fails = fmt::format("fails at {}: {}", check.output.empty() ? "the compile" : check.output, check.detail);
-  if (from_nodes)
-    w.verification = check.passes ? fmt::format("passes the rule with {} of {} nodes eager, the outputs' error at {:.3g}x eager's "
-                                                "(at {}; {} needed)", leaves.size(), g.nodes().size(), check.worst_ratio,
-                                                check.worst_output, fmt::format("<= {:g}", kNodeConfirmBound))
-                                  : fails;
-  else
-    w.verification = check.passes ? fmt::format("passes the rule with {} of {} nodes eager", leaves.size(), g.nodes().size()) : fails;
+  w.verification = wording::workaround_verification(
+      {check.passes, leaves.size(), g.nodes().size(), check.output, check.detail, check.worst_output, check.worst_ratio}, from_nodes);
   return check;
-}
-
-/// The workaround's one line: the set, how it was found, whether it holds, what it cost.
-std::string found_summary(const Graph& g, const Workaround& w, size_t set_size, bool from_nodes, double worst_ratio) {
-  const std::string outcome = !w.verified ? "NOT verified: " + w.verification
-                              : from_nodes ? fmt::format("verified, the outputs' error then goes back to {:.3g}x eager's", worst_ratio)
-                                           : std::string("verified, the compiled graph then passes the rule");
-  // An answer from an earlier compile of the same set (the node verdict's confirmation) costs no compile.
-  const std::string cost = w.compiles == 0 ? std::string("no compile of its own: the confirmation compiled that set")
-                                           : fmt::format("{} compile{}", w.compiles, w.compiles == 1 ? "" : "s");
-  return fmt::format("leave {} of {} node{} eager ({}){}: {} ({}{})", set_size, g.nodes().size(), g.nodes().size() == 1 ? "" : "s",
-                     names(w.nodes), from_nodes ? ", the nodes the node verdict names" : w.minimal ? "" : ", not shown minimal",
-                     outcome, cost, w.minimal || from_nodes ? "" : ", the budget ran out");
 }
 
 /// Where the search starts, as positions among the candidates (every node, in graph order): the nodes the node
@@ -206,12 +178,12 @@ void find_workaround(RunState& s) {
   const bool from_nodes = !fails && nv.level != Level::Pass && !nv.findings.empty();
   if (!fails && !from_nodes) {
     w.conclusion = Workaround::Conclusion::NotNeeded;
-    w.summary = "the compiled graph passes the rule and no node stands out: nothing needs to run eagerly";
+    w.summary = wording::workaround_not_needed();
     return done();
   }
   if (!s.backend.leaves_eager() || !s.backend.compiles_regions()) {
     w.conclusion = Workaround::Conclusion::Unavailable;
-    w.summary = fmt::format("the {} backend cannot leave nodes eager: no eager set searched", s.backend.name());
+    w.summary = wording::workaround_unavailable(s.backend.name(), "no eager set searched");
     return done();
   }
   std::vector<NodeId> candidates;
@@ -235,9 +207,8 @@ void find_workaround(RunState& s) {
       w.minimal = found.minimal;
       if (found.conclusion != Workaround::Conclusion::Found) {
         w.compiles = oracle.compiles();
-        w.summary = found.conclusion == Workaround::Conclusion::EagerFails
-                        ? "even with every node eager the graph fails the rule: the divergence is not the compiler's"
-                        : fmt::format("no passing eager set within {} compiles (--workaround-max-compiles)", s.options.workaround.max_compiles);
+        w.summary = found.conclusion == Workaround::Conclusion::EagerFails ? wording::workaround_eager_fails()
+                                                                          : wording::workaround_out_of_budget(s.options.workaround.max_compiles);
         return done();
       }
       for (size_t p : found.eager) set.push_back(candidates[p]);
@@ -246,15 +217,15 @@ void find_workaround(RunState& s) {
     *s.step = "workaround, verifying";
     const WholeGraphOracle::Answer check = verify_levers(g, oracle, set, from_nodes, verified, w);
     w.compiles = oracle.compiles();
-    w.summary = found_summary(g, w, set.size(), from_nodes, check.worst_ratio);
+    w.summary = wording::workaround_found(w, set.size(), g.nodes().size(), from_nodes, check.worst_ratio);
   } catch (const CannotLeaveEager& refused) {
     w.conclusion = Workaround::Conclusion::Unavailable;
     w.compiles = oracle.compiles();
-    w.summary = fmt::format("the {} backend cannot leave nodes eager: {}", s.backend.name(), refused.what());
+    w.summary = wording::workaround_unavailable(s.backend.name(), refused.what());
   } catch (const OracleLost& lost) {
     w.conclusion = Workaround::Conclusion::CompilerLost;
     w.compiles = oracle.compiles();
-    w.summary = fmt::format("the compiler was lost during the search: {}", lost.what());
+    w.summary = wording::workaround_compiler_lost(lost.what());
   }
   done();
 }

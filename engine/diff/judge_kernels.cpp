@@ -10,6 +10,7 @@
 
 #include "engine/compare/judge_measured.h"
 #include "engine/diff/stages.h"
+#include "graphs/wording/wording.h"
 #include "pt2diff/compare.h"
 #include "pt2diff/error.h"
 
@@ -38,8 +39,7 @@ ValueId value_for(const Graph& g, const Node& node, const ObservedBuffer& b, std
     candidates.push_back(outs[i]);
   }
   if (candidates.size() == 1) return candidates[0];
-  why = candidates.empty() ? fmt::format("{} has no {} output", node.name, c10::toString(b.value.scalar_type()))
-                           : fmt::format("{} has {} outputs it could be", node.name, candidates.size());
+  why = wording::buffer_without_value(node.name, c10::toString(b.value.scalar_type()), candidates.size());
   return kNoValue;
 }
 
@@ -80,7 +80,7 @@ void judge_buffer(const RunState& s, const ObservedBuffer& b, NodeId node, Value
     return;
   }
   if (eager.toTensor().numel() != b.value.numel()) {
-    kb.why_not = fmt::format("{} has {} elements, the buffer {}", g.value(v).name, eager.toTensor().numel(), b.value.numel());
+    kb.why_not = wording::buffer_size_differs(g.value(v).name, eager.toTensor().numel(), b.value.numel());
     return;
   }
   const at::Tensor& e = eager.toTensor();

@@ -6,6 +6,7 @@
 
 #include "engine/compare/judge_measured.h"
 #include "engine/diff/stages.h"
+#include "graphs/wording/wording.h"
 
 namespace pt2diff {
 
@@ -56,16 +57,11 @@ void check_step_is_finite(RunState& s) {
     if (!eager.defined() || !eager.is_floating_point()) continue;
     const int64_t bad = eager.numel() - at::isfinite(eager).sum().item<int64_t>();
     if (bad == 0) continue;
-    std::string first;
+    const NodeError* first = nullptr;
     for (const NodeError& n : r.nodes)
       for (const ValueError& v : n.values)
-        if (first.empty() && v.compared && v.propagated.nan + v.propagated.inf > 0)
-          first = fmt::format("; the first node whose eager value is not finite: {} ({}){}", n.name, n.target,
-                              n.source.empty() ? "" : " at " + n.source);
-    r.eager_nonfinite = fmt::format(
-        "eager itself gives {} NaN/Inf of {} in {}{}: the training step's own math, not the compiler's; fix the model, "
-        "the loss or the inputs (a log or a division by 0, an overflow in low precision) and run again",
-        bad, eager.numel(), r.outputs[i].name, first);
+        if (!first && v.compared && v.propagated.nan + v.propagated.inf > 0) first = &n;
+    r.eager_nonfinite = wording::eager_nonfinite(bad, eager.numel(), r.outputs[i].name, first);
     r.warnings.push_back(r.eager_nonfinite);
     return;
   }
@@ -107,13 +103,13 @@ void judge_outputs(RunState& s) {
     const c10::IValue result = s.compiled ? compiled_output(s, i, *s.compiled) : c10::IValue();
     if (s.compiled && !result.isTensor() && i >= s.program.ir.output_specs.size()) {
       // A written input or buffer the compiled side keeps to itself (an AOTInductor package's buffers): not judged.
-      r.warnings.push_back(fmt::format("{} does not give {}: it is not judged", r.compiled, ov.name));
+      r.warnings.push_back(wording::written_input_not_given(r.compiled, ov.name));
       continue;
     }
     if (!s.compiled) {
       ov = no_compiled_value(std::move(ov), r.compiles.back().message);
     } else if (!result.isTensor()) {
-      ov = no_compiled_value(std::move(ov), fmt::format("{} does not return this output", r.compiled));
+      ov = no_compiled_value(std::move(ov), wording::output_not_returned(r.compiled));
     } else {
       kept.compiled = result.toTensor();
       // Each side measured once: the errors reported are the ones the rule judges (where in the same ULPs).

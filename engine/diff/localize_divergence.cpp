@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "engine/diff/stages.h"
+#include "graphs/wording/wording.h"
 
 namespace pt2diff {
 
@@ -40,10 +41,7 @@ void localize_divergence(RunState& s) {
                    std::find(r.random_nodes.begin(), r.random_nodes.end(), loc.culprit.nodes.front()) != r.random_nodes.end();
   if (s.random_first) {
     loc.culprit.conclusion = Culprit::Conclusion::RandomStream;
-    loc.culprit.summary = fmt::format(
-        "divergence first shows at {}, which draws random numbers: the compiled code draws a different random stream "
-        "than eager, so its values cannot be compared op by op (see the compiler_lever hint)",
-        loc.culprit.nodes.front());
+    loc.culprit.summary = wording::random_stream_culprit(loc.culprit.nodes.front());
     loc.culprit.nodes.resize(1);
   }
   r.localization = std::move(loc);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "engine/diff/stages.h"
+#include "graphs/wording/wording.h"
 #include "graphs/inline_region.h"
 
 namespace pt2diff {
@@ -29,7 +30,7 @@ void localize_in_region(RunState& s) {
   if (!autocast) return;
   std::optional<ExportedGraph> inlined = inline_autocast_region(s.program.ir, region, why);
   if (!inlined) {
-    r.warnings.push_back(fmt::format("the culprit {} is a torch.autocast region; pt2diff cannot look inside it: {}", culprit.nodes.front(), why));
+    r.warnings.push_back(wording::autocast_region_closed(culprit.nodes.front(), why));
     return;
   }
   const std::string region_name = culprit.nodes.front();
@@ -47,21 +48,16 @@ void localize_in_region(RunState& s) {
     job->state = std::make_unique<RunState>(job->program, s.inputs, job->options, *job->backend, job->step);
     run_stages_to_culprit(*job->state);
   } catch (const std::exception& e) {  // the compiled side may not exist for the inlined graph (a fault planted at the region)
-    r.warnings.push_back(fmt::format("the culprit {} is a torch.autocast region; looking inside it failed: {}", region_name, e.what()));
+    r.warnings.push_back(wording::autocast_region_failed(region_name, e.what()));
     return;
   }
   const DiffResult& inside = job->state->result;
-  const std::string where = fmt::format("inside the autocast region {} ({} {}, {} nodes, inlined)", region_name,
-                                        autocast->device_type, autocast->dtype, autocast->body_nodes.size());
+  const std::string where = wording::inside_autocast_region(region_name, *autocast);
   size_t compiles = inside.compiles.size();
   if (inside.localization) compiles += inside.localization->compiles;
   const bool named = inside.localization && inside.localization->culprit.named();
   if (!named) {
-    r.warnings.push_back(fmt::format("{}: {} ({} compiles)", where,
-                                     inside.localization ? inside.localization->culprit.summary
-                                     : inside.diverged   ? "no localization ran"
-                                                         : "the inlined graph agrees when compiled: the divergence shows only with the region compiled as one op",
-                                     compiles));
+    r.warnings.push_back(wording::autocast_region_unnamed(where, inside, compiles));
     return;
   }
   // The run's localization is the one found inside, its probes after the region's; the job stays for the

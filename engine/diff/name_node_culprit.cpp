@@ -8,15 +8,11 @@
 #include <fmt/ranges.h>
 
 #include "engine/diff/stages.h"
+#include "graphs/wording/wording.h"
 
 namespace pt2diff {
 
 namespace {
-
-std::string listed(const std::vector<std::string>& names) {
-  if (names.size() <= 6) return fmt::format("{}", fmt::join(names, ", "));
-  return fmt::format("{}, ... ({} in all)", fmt::join(names.begin(), names.begin() + 5, ", "), names.size());
-}
 
 /// The confirmation compile (NodeConfirmation).
 NodeConfirmation confirm(RunState& s, const std::vector<std::string>& nodes) {
@@ -31,7 +27,7 @@ NodeConfirmation confirm(RunState& s, const std::vector<std::string>& nodes) {
     }
   if (!s.backend.leaves_eager() || !s.backend.compiles_regions() || !s.compiled) {
     c.conclusion = "unavailable";
-    c.summary = fmt::format("the {} backend cannot leave nodes eager: the node evidence stands unconfirmed", s.backend.name());
+    c.summary = wording::confirmation_unavailable(s.backend.name());
     return c;
   }
   std::vector<NodeId> ids;
@@ -44,25 +40,15 @@ NodeConfirmation confirm(RunState& s, const std::vector<std::string>& nodes) {
   c.seconds = run.seconds;
   if (!run.ran) {
     c.conclusion = "compiler_failed";
-    c.summary = fmt::format("the compile with {} eager failed: {}", listed(nodes), run.message);
+    c.summary = wording::confirmation_failed(nodes, run.message);
     return c;
   }
   for (const auto& [name, ratio] : run.ratios)
     if (name == c.output) c.after = ratio;
-  const std::string eager_list = listed(nodes);
-  if (c.before <= kNodeConfirmBound) {
-    c.conclusion = "invisible_at_outputs";
-    c.summary = fmt::format("the outputs already were within {:g}x of eager's error ({} at {:.3g}x; {:.3g}x with {} eager): they "
-                            "absorb the error, which only the node shows", kNodeConfirmBound, c.output, c.before, c.after, eager_list);
-  } else if (run.worst_ratio <= kNodeConfirmBound && run.failing_output.empty()) {
-    c.conclusion = "confirmed";
-    c.summary = fmt::format("with {} eager, the outputs' error goes back to eager's: {} from {:.3g}x to {:.3g}x eager's RMSE to fp64",
-                            eager_list, c.output, c.before, c.after);
-  } else {
-    c.conclusion = "not_confirmed";
-    c.summary = fmt::format("with {} eager, the outputs stay off eager's error ({} at {:.3g}x, was {:.3g}x; worst {} at {:.3g}x): "
-                            "something else moves them too", eager_list, c.output, c.after, c.before, run.worst_output, run.worst_ratio);
-  }
+  c.conclusion = c.before <= kNodeConfirmBound                                        ? "invisible_at_outputs"
+                 : run.worst_ratio <= kNodeConfirmBound && run.failing_output.empty() ? "confirmed"
+                                                                                      : "not_confirmed";
+  c.summary = wording::confirmation_summary(c, run.worst_output, run.worst_ratio);
   return c;
 }
 
@@ -94,8 +80,7 @@ void name_node_culprit(RunState& s) {
   v.pass = true;
   for (const NodeError& ne : r.nodes)
     if (ne.name == f.node) v.pass = !ne.compiled_local_fails;
-  v.detail = fmt::format("compiled local RMSE to fp64 {:.3g} vs eager's {:.3g}: {:.3g}x (--node-ratio {:g}), {:.3g} roundoffs of {}",
-                         f.compiled_local.rmse, f.eager_local.rmse, f.ratio, r.rule.node_ratio, f.roundoffs, f.dtype);
+  v.detail = wording::node_evidence_detail(f, r.rule);
   std::vector<std::string> all;
   for (const NodeFinding& finding : nv.findings) {
     all.push_back(finding.node);
@@ -103,9 +88,7 @@ void name_node_culprit(RunState& s) {
   }
   loc.exploded_suspects = all;
   loc.exploded_agrees = true;
-  c.summary = fmt::format("{} ({}) diverges on its own: fed with fp64-exact inputs, its compiled result is {:.3g}x farther from fp64 "
-                          "than eager's (node evidence from the exploded compile; the outputs pass){}",
-                          f.node, f.op, f.ratio, f.also.empty() ? "" : fmt::format("; the same op and shape stand out at {}", listed(f.also)));
+  c.summary = wording::node_evidence_culprit(f);
   const auto start = std::chrono::steady_clock::now();
   nv.confirmation = confirm(s, all);
   loc.compiles = nv.confirmation->compiles;

@@ -8,6 +8,7 @@
 
 #include "engine/backends/backends.h"
 #include "engine/diff/stages.h"
+#include "graphs/wording/wording.h"
 
 namespace pt2diff {
 
@@ -19,7 +20,7 @@ void observe_twin(RunState& s) {
   try {
     backend = &twin->engage_twin();
   } catch (const BackendFailure& f) {
-    s.observed = KernelMap{fmt::format("the package cannot be observed and its archive could not be compiled instead ({})", f.what()), {}, {}};
+    s.observed = KernelMap{wording::twin_not_compiled(f.what()), {}, {}};
     return;
   }
   RegionSpec whole = s.whole;
@@ -29,8 +30,7 @@ void observe_twin(RunState& s) {
   auto outputs = compile_and_run(*backend, whole, s.whole_inputs, "instrumented", scratch, &map);
   r.compiles.push_back(scratch.compiles.back());
   if (!outputs || !map) {
-    s.observed = KernelMap{fmt::format("the package cannot be observed and {} failed ({})", twin->twin_description(),
-                                       scratch.compiles.back().message), {}, {}};
+    s.observed = KernelMap{wording::twin_failed(twin->twin_description(), scratch.compiles.back().message), {}, {}};
     return;
   }
   s.observed = std::move(*map);
@@ -46,17 +46,11 @@ void observe_twin(RunState& s) {
     if (auto v = judge_output(s, i, value.toTensor()); v && !v->pass) twin_fails.push_back(g.value(values.front()).name);
   }
   if (twin_fails.empty()) {
-    r.warnings.push_back(fmt::format(
-        "the package's outputs disagree ({}) but {} agrees there: the package was not built by this torch and Inductor "
-        "config from this archive (another torch version or config, or another export?); the kernel table below is the "
-        "instrumented compile's, and localization is skipped: rebuild the package here to confirm, or run pt2diff with "
-        "the torch that built it", fmt::join(package_fails, ", "), twin->twin_description()));
+    r.warnings.push_back(wording::twin_agrees(package_fails, twin->twin_description()));
     return;
   }
   twin->route_regions_to_twin();
-  r.warnings.push_back(fmt::format(
-      "the package cannot be observed: the kernel table and localization come from {}, whose outputs fail too ({})",
-      twin->twin_description(), fmt::join(twin_fails, ", ")));
+  r.warnings.push_back(wording::twin_observed(twin->twin_description(), twin_fails));
 }
 
 }  // namespace pt2diff

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "engine/diff/stages.h"
+#include "graphs/wording/wording.h"
 #include "engine/execution/device_memory.h"
 #include "graphs/memory_estimate.h"
 #include "pt2diff/error.h"
@@ -24,9 +25,7 @@ std::string cpu_run_warning(const Program& program, const std::vector<DeviceRewr
   }
   std::vector<std::string> kinds;
   for (const auto& [what, nodes] : by_kind) kinds.push_back(fmt::format("{} ({})", what, fmt::join(nodes, ", ")));
-  return fmt::format("the graph was exported on {}; pt2diff's eager and fp64 runs are on the CPU (--device cpu, or no GPU "
-                     "here), so eager is CPU eager (close to, not bit for bit, {} eager){}{}", program.export_device.str(), program.export_device.type,
-                     kinds.empty() ? "" : "; run differently there: ", fmt::join(kinds, "; "));
+  return wording::exported_elsewhere(program.export_device.str(), program.export_device.type, kinds);
 }
 
 /// "cuda" → "cuda:0": reports name the GPU the runs used.
@@ -77,12 +76,10 @@ void place_runs(RunState& s) {
   } else if (!limit) {
     d.why = s.options.gpu_memory < 0 ? "auto: --gpu-memory none" : "auto: this torch cannot tell the GPU's free memory";
   } else if (e.native_bytes + e.reference_bytes <= *limit) {
-    d.why = fmt::format("auto: the runs need about {} (fp64 {}) of {}", format_bytes(e.native_bytes + e.reference_bytes),
-                        format_bytes(e.reference_bytes), limit_name);
+    d.why = wording::references_fit(e.native_bytes, e.reference_bytes, limit_name);
   } else {
     reference = Device{};
-    d.why = fmt::format("auto: the fp64 run (about {}) does not fit beside the eager runs ({}) in {}; it runs on the CPU",
-                        format_bytes(e.reference_bytes), format_bytes(e.native_bytes), limit_name);
+    d.why = wording::reference_on_the_cpu(e.native_bytes, e.reference_bytes, limit_name);
   }
   // The host holds a CPU reference's values: refuse one that would not fit there either.
   if (reference.type == "cpu" && s.options.max_memory >= 0) {
@@ -140,10 +137,7 @@ void plan_run(RunState& s) {
   if (const std::vector<NodeId> left = left_out_of_exploded(s.program.ir.graph, s.storage); s.exploded && !left.empty()) {
     std::vector<std::string> names;
     for (NodeId id : left) names.push_back(s.program.ir.graph.node(id).name);
-    r.warnings.push_back(fmt::format("the exploded compile leaves out {} node{} that write in place or read a value written in "
-                                     "place after it was made ({}): one op alone cannot keep the order of the writes; "
-                                     "localization judges them in windows that keep it",
-                                     left.size(), left.size() == 1 ? "" : "s", fmt::join(names, ", ")));
+    r.warnings.push_back(wording::left_out_of_exploded(names));
   }
   s.bisect = s.options.localize.enabled;
   s.keep = s.exploded || (s.bisect && s.backend.compiles_regions()) || (s.options.kernel_map && s.backend.observes());

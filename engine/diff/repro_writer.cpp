@@ -11,6 +11,7 @@
 
 #include "engine/backends/backends.h"
 #include "engine/worker/worker_backend.h"
+#include "graphs/wording/wording.h"
 #include "pt2diff/backend_spec.h"
 #include "pt2diff/error.h"
 
@@ -78,10 +79,8 @@ void export_window(const Program& program, const Culprit& culprit, const RegionS
     repro.test_message = test.status;
   repro.artifacts = artifacts.files;
   repro.artifacts_message =
-      !inductor      ? fmt::format("the compiled side is {}, not Inductor: pt2diff writes Inductor's debug trace only", options.compiled)
-      : !same_device ? fmt::format("the run compiled for {} but the window of this {} export is written for {}: its compile there would not be "
-                                   "the one that went wrong (export the model on {} for a repro there)",
-                                   options.backend.device, program.export_device.type, worker_options.device, options.backend.device)
+      !inductor      ? wording::no_artifacts_not_inductor(options.compiled)
+      : !same_device ? wording::no_artifacts_other_device(options.backend.device, program.export_device.type, worker_options.device)
                      : artifacts.status;
 }
 

@@ -2,10 +2,9 @@
 // from. The kernel table's first kernel writing NaN/Inf where eager is finite is traced to a graph input,
 // to the model (eager makes them too), to its op alone (the exploded compile) or to the kernel's fusion.
 #include <ATen/ops/isfinite.h>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "engine/diff/stages.h"
+#include "graphs/wording/wording.h"
 
 namespace pt2diff {
 
@@ -30,7 +29,7 @@ void trace_nonfinite(RunState& s) {
     if (int64_t n = nonfinite_count(s.reference.eager[static_cast<size_t>(v)])) {
       o.kind = "input";
       o.node = g.value(v).name;
-      o.detail = fmt::format("graph input {} holds {} NaN/Inf elements; {} first writes them in the compiled code", o.node, n, k.name);
+      o.detail = wording::nonfinite_in_input(o.node, n, k.name);
       t.nonfinite_origin = o;
       return;
     }
@@ -46,7 +45,7 @@ void trace_nonfinite(RunState& s) {
     if (n.name == o.node) ne = &n;
   if (!ne) {
     o.kind = "compiled_code";
-    o.detail = fmt::format("{} writes NaN/Inf in {} (no exported node named for it)", k.name, first ? first->buffer : "a buffer");
+    o.detail = wording::nonfinite_in_buffer(k.name, first ? first->buffer : "");
     t.nonfinite_origin = o;
     return;
   }
@@ -61,17 +60,13 @@ void trace_nonfinite(RunState& s) {
   }
   if (eager > 0) {
     o.kind = "model";
-    o.detail = fmt::format("eager computes {} NaN/Inf elements at {} too: the model makes them, not the compiler", eager, o.node);
+    o.detail = wording::nonfinite_from_model(o.node, eager);
   } else if (compiled_local > 0) {
     o.kind = "compiler";
-    o.detail = fmt::format("{} compiled alone on finite inputs (the exploded compile) makes {} NaN/Inf elements; eager makes none",
-                           o.node, compiled_local);
+    o.detail = wording::nonfinite_from_compiler(o.node, compiled_local);
   } else {
     o.kind = "compiled_code";
-    o.detail = fmt::format("{} writes NaN/Inf for {} ({} elements) where eager is finite{}", k.name, o.node, first->nonfinite,
-                           has_compiled_local ? fmt::format(", but {} compiled alone stays finite: it comes from the kernel's fusion of {}",
-                                                            o.node, fmt::join(k.nodes, ", "))
-                                              : " (no exploded compile to tell the op from the fusion)");
+    o.detail = wording::nonfinite_in_kernel(k.name, o.node, first->nonfinite, has_compiled_local, k.nodes);
   }
   t.nonfinite_origin = o;
 }

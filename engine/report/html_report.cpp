@@ -18,6 +18,7 @@
 
 #include "graphs/rules/rule_registry.h"
 #include "graphs/dag_layout.h"
+#include "graphs/wording/wording.h"
 #include "engine/report/svg_plot.h"
 #include "pt2diff/graph.h"
 
@@ -162,19 +163,14 @@ std::string device_of(const DiffResult& r, const HtmlOptions& o) {
   return "";
 }
 
-/// The page's one-word verdict: the outputs' verdict, raised by the node verdict (judge_nodes).
-const char* verdict_word(const DiffResult& r, bool graph_failed) {
-  const Level nodes = r.node_verdict.level;
-  return graph_failed ? "COMPILER FAILED" : r.diverged || nodes == Level::Fail ? "DIVERGED" : r.suspicious || nodes == Level::Suspicious ? "SUSPICIOUS" : "AGREE";
-}
-
 std::string header(const DiffResult& r, const HtmlOptions& o, bool graph_failed, bool has_localization) {
-  const char* verdict = verdict_word(r, graph_failed);
+  const wording::VerdictWords verdict = wording::verdict(r);
   const Level nodes = r.node_verdict.level;
   const char* vclass = graph_failed ? "v-failed" : r.diverged || nodes == Level::Fail ? "v-diverged"
                        : r.suspicious || nodes == Level::Suspicious ? "v-suspicious" : "v-agree";
   std::string h = "<header class=\"top\"><div class=\"wrap\">\n<div class=\"brand\">pt2diff report</div>\n";
-  h += fmt::format("<h1><span class=\"verdict {}\">{}</span><code>{}</code></h1>\n", vclass, verdict, esc(r.graph));
+  h += fmt::format("<h1><span class=\"verdict {}\">{}</span><code>{}</code>{}</h1>\n", vclass, verdict.word, esc(r.graph),
+                   verdict.note.empty() ? "" : " <small class=\"muted\">(" + esc(verdict.note) + ")</small>");
   auto fact = [&](const std::string& k, const std::string& v) { h += fmt::format("<div><dt>{}</dt><dd>{}</dd></div>", k, v); };
   h += "<dl class=\"facts\">";
   fact("graph", "<code>" + esc(r.graph) + "</code>");
@@ -235,8 +231,7 @@ std::string node_verdict_section(const DiffResult& r) {
     s += fmt::format("<td class=\"brk\">{}</td></tr>\n", fmt::join(also, ", "));
   }
   s += "</tbody></table></div>\n";
-  if (nv.confirmation)
-    s += fmt::format("<p><strong>confirmation</strong> (<code>{}</code>): {}</p>\n", esc(nv.confirmation->conclusion), esc(nv.confirmation->summary));
+  if (nv.confirmation) s += "<p>" + wording::confirmation(*nv.confirmation).html() + "</p>\n";
   return s + "</section>\n";
 }
 
@@ -258,13 +253,8 @@ std::string outputs_section(const DiffResult& r) {
     s += num_cell(o.eager_to_fp64.max_ulp, ulp(o.eager_to_fp64.max_ulp));
     std::string detail = no_value ? "no compiled value" : esc(v.detail);
     if (v.level == Level::Suspicious)
-      detail += fmt::format("<p class=\"level-note\"><strong>suspicious:</strong> the rule passes, but compiled is {:.3g}&times; farther "
-                            "from fp64 than eager (<code>--suspicious-ratio {:g}</code>)</p>",
-                            v.error_ratio, r.rule.suspicious_ratio);
-    if (!v.blind_spot.empty())
-      detail += fmt::format("<p class=\"level-note\"><strong>vacuous</strong> (<code>{}</code>): {}: this rule cannot see a 1% error in "
-                            "this output; <code>--rule relative</code> judges it at its scale</p>",
-                            esc(v.blind_spot), esc(v.blind_detail));
+      detail += "<p class=\"level-note\"><strong>suspicious:</strong> " + wording::suspicious(v, r.rule).html() + "</p>";
+    if (!v.blind_spot.empty()) detail += "<p class=\"level-note\"><strong>vacuous</strong> " + wording::vacuous(v, r.rule).html() + "</p>";
     s += fmt::format("<td class=\"brk\">{}</td></tr>\n", detail);
   }
   s += "</tbody></table></div>\n";
@@ -812,7 +802,7 @@ std::string to_html(const DiffResult& r, const HtmlOptions& o) {
     culprit.insert(r.localization->culprit.nodes.begin(), r.localization->culprit.nodes.end());
     suspects.insert(r.localization->exploded_suspects.begin(), r.localization->exploded_suspects.end());
   }
-  const char* verdict = verdict_word(r, graph_failed);
+  const std::string verdict = wording::verdict(r).word;
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   h += fmt::format("<title>pt2diff: {} &middot; {}</title>\n<style>{}</style>\n</head>\n<body>\n", verdict, esc(r.graph), kCss);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "graphs/wording/wording.h"
 #include "pt2diff/diff.h"
 
 namespace pt2diff {
@@ -18,27 +19,20 @@ std::string to_summary(const DiffResult& r) {
   for (const OutputVerdict& o : r.outputs) {
     const Verdict& v = o.verdict;
     if (v.level == Level::Suspicious) {
-      notes += fmt::format("output {} is suspicious: it passes ({}), but compiled is {:.3g}x farther from fp64 than eager (RMSE {:.3g} vs "
-                           "{:.3g}; --suspicious-ratio {:g})\n",
-                           o.name, v.reason, v.error_ratio, v.rmse_result, v.rmse_eager, r.rule.suspicious_ratio);
+      notes += fmt::format("output {} is suspicious: {}\n", o.name, wording::suspicious(v, r.rule).text());
       if (r.fail_on_suspicious) ++failing;
     }
-    if (!v.blind_spot.empty())
-      notes += fmt::format("output {}: the verdict is vacuous ({}): {}; try --rule relative\n", o.name, v.blind_spot, v.blind_detail);
+    if (!v.blind_spot.empty()) notes += fmt::format("output {} is vacuous {}\n", o.name, wording::vacuous(v, r.rule).text());
     if (v.pass) continue;
     ++failing;
     out += fmt::format("output {} diverges ({}): {}\n", o.name, v.reason, v.detail);
   }
   const NodeVerdict& nv = r.node_verdict;
   for (const NodeFinding& f : nv.findings) {
-    notes += fmt::format("node {} ({}) stands out ({}): fed fp64-exact inputs, its compiled result is {:.3g}x farther from fp64 than "
-                         "eager's (RMSE {:.3g} vs {:.3g}; --node-ratio {:g}) at {}{}{}\n",
-                         f.node, f.op, level_name(f.level), f.ratio, f.compiled_local.rmse, f.eager_local.rmse, r.rule.node_ratio,
-                         f.source.empty() ? "no source line" : f.source, f.module_path.empty() ? "" : " [" + f.module_path + "]",
-                         f.also.empty() ? "" : fmt::format("; the same op and shape stand out at {}", fmt::join(f.also, ", ")));
+    notes += wording::stands_out(f, r.rule).text() + "\n";
     if (f.level == Level::Fail || r.fail_on_suspicious) ++failing;
   }
-  if (nv.confirmation) notes += fmt::format("confirmation ({}): {}\n", nv.confirmation->conclusion, nv.confirmation->summary);
+  if (nv.confirmation) notes += wording::confirmation(*nv.confirmation).text() + "\n";
   out += notes;
   if (!failing && !r.compiled_failed) {
     return fmt::format("agrees: {} output{} of {} pass rule {} (tol {:g}) with {}\n", r.outputs.size(), r.outputs.size() == 1 ? "" : "s",
@@ -54,7 +48,7 @@ std::string to_summary(const DiffResult& r) {
     if (c.named())
       out += fmt::format("  {}: compiled RMSE to fp64 {:.3g}, eager {:.3g}\n", c.value, c.compiled_to_fp64.rmse, c.eager_to_fp64.rmse);
     for (const Hint& h : l.hints) {
-      out += fmt::format("hint {} ({}): {}\n", h.kind, h.finding, h.summary);
+      out += "hint " + wording::hint_line(h) + "\n";
       if (!h.suggestion.empty()) out += fmt::format("  -> {}\n", h.suggestion);
     }
     if (l.repro && l.repro->ok) out += fmt::format("repro: {}\n", l.repro->command);
@@ -81,15 +75,6 @@ bool counts_as_failing(const DiffResult& r) {
   return level == Level::Fail || (r.fail_on_suspicious && level == Level::Suspicious);
 }
 
-std::string to_failure_message(const DiffResult& r) {
-  if (!r.diverged && !r.compiled_failed && r.suspicious)
-    return "pt2diff: the compiled graph is suspicious: farther from fp64 than eager by the suspicious ratio or more "
-           "(--fail-on-suspicious)\n" + to_summary(r);
-  if (!r.diverged && !r.compiled_failed && !r.node_verdict.findings.empty())
-    return fmt::format("pt2diff: the compiled graph is {} at a node: fed fp64-exact inputs, a node's compiled result is far farther "
-                       "from fp64 than eager's (the node verdict; the outputs pass the rule)\n",
-                       level_name(r.node_verdict.level)) + to_summary(r);
-  return "pt2diff: the compiled graph does not agree with the reference\n" + to_summary(r);
-}
+std::string to_failure_message(const DiffResult& r) { return wording::failure_lead(r) + "\n" + to_summary(r); }
 
 }  // namespace pt2diff

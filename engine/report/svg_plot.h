@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "graphs/wording/wording.h"
+
 namespace pt2diff {
 
 struct PlotSeries {
@@ -50,7 +52,6 @@ struct PlotOptions {
 /// lines; points with non-finite or (on log axes) non-positive values are skipped.
 std::string svg_line_plot(const std::vector<PlotSeries>& series, const PlotOptions& options);
 
-/// `&`, `<`, `>`, `"` and `'` as entities: safe in HTML/SVG text and in quoted attributes.
-std::string html_escape(const std::string& text);
+using wording::html_escape;  // graphs/wording/wording.h
 
 }  // namespace pt2diff

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "graphs/wording/wording.h"
 #include "pt2diff/diff.h"
 
 namespace pt2diff {
@@ -22,13 +23,6 @@ std::string ulp_text(double v) { return std::isinf(v) ? "inf" : fmt::format("{:.
 void line(std::string& out, const std::string& s) { out += s + "\n"; }
 
 bool named(const Culprit& c) { return c.named(); }
-
-/// Whether the compile of the whole graph failed (the verdict is then COMPILER FAILED).
-bool graph_failed(const DiffResult& r) {
-  bool failed = false;
-  for (const CompileRecord& c : r.compiles) failed = failed || (c.what == "graph" && !c.ok);
-  return failed;
-}
 
 /// "[2, 64]", "[2, inf]": a dim's range.
 std::string range_text(const DynamicDim& d) {
@@ -76,17 +70,12 @@ std::string level_label(Level level) {
   return label;
 }
 
-std::string ratio(double v) { return std::isinf(v) ? "inf" : v >= 100 ? fmt::format("{:.0f}x", v) : fmt::format("{:.3g}x", v); }
+using wording::ratio;
 
 /// The lines under an output (or a culprit) for its level and its blind spot.
 void level_notes(std::string& out, const Verdict& v, const ToleranceRule& rule, const char* indent) {
-  if (v.level == Level::Suspicious)
-    line(out, fmt::format("{}suspicious: the rule passes, but compiled is {} farther from fp64 than eager (RMSE {} vs {}; "
-                          "--suspicious-ratio {:g})",
-                          indent, ratio(v.error_ratio), num_text(v.rmse_result), num_text(v.rmse_eager), rule.suspicious_ratio));
-  if (!v.blind_spot.empty())
-    line(out, fmt::format("{}vacuous ({}): rule {} cannot see a 1% error in this output ({}); --rule relative judges it at its scale",
-                          indent, v.blind_spot, rule_name(rule), v.blind_detail));
+  if (v.level == Level::Suspicious) line(out, indent + std::string("suspicious: ") + wording::suspicious(v, rule).text());
+  if (!v.blind_spot.empty()) line(out, indent + std::string("vacuous ") + wording::vacuous(v, rule).text());
 }
 
 /// Each graph output's level, with its RMSE and max ulp to fp64 on both sides and their ratio.
@@ -139,9 +128,7 @@ void node_verdict_block(std::string& out, const DiffResult& r) {
       line(out, fmt::format("             the same op and shape ({} {}) stand out at: {}", f.dtype, f.shape, fmt::join(others, ", ")));
     }
   }
-  if (nv.confirmation)
-    line(out, fmt::format("  confirmation ({}, {} compile, {:.2f} s): {}", nv.confirmation->conclusion, nv.confirmation->compiles,
-                          nv.confirmation->seconds, nv.confirmation->summary));
+  if (nv.confirmation) line(out, "  " + wording::confirmation(*nv.confirmation).text());
   line(out, "");
 }
 
@@ -163,7 +150,7 @@ void culprit_lines(std::string& out, const Localization& l) {
 /// Each hint: its finding, the first notes and its suggestion.
 void hint_lines(std::string& out, const Localization& l) {
   for (const Hint& h : l.hints) {
-    line(out, fmt::format("  hint ({}, {}): {}", h.kind, h.finding, h.summary));
+    line(out, "  hint " + wording::hint_line(h));
     const size_t shown = std::min<size_t>(h.notes.size(), 8);  // the JSON report has them all
     for (size_t i = 0; i < shown; ++i) line(out, fmt::format("      {}", h.notes[i]));
     if (h.notes.size() > shown) line(out, fmt::format("      ... {} more in --json", h.notes.size() - shown));
@@ -368,16 +355,7 @@ std::string to_text(const DiffResult& r) {
   ranking_block(out, r);
   per_node_block(out, r);
   notes_block(out, r);
-  const bool failed = graph_failed(r);
-  const Level node_level = r.node_verdict.level;
-  const char* verdict = failed                         ? "COMPILER FAILED"
-                        : r.diverged                   ? "DIVERGED"
-                        : node_level == Level::Fail    ? "DIVERGED AT A NODE (the outputs pass)"
-                        : r.suspicious                 ? "SUSPICIOUS"
-                        : node_level != Level::Pass    ? "SUSPICIOUS (a node stands out; the outputs pass)"
-                                                       : "AGREE";
-  line(out, fmt::format("{}{} ({} nodes, {:.2f} s)", verdict, r.compiled_failed && !failed ? " (a compile failed: see compiles)" : "",
-                        r.nodes.size(), r.seconds));
+  line(out, fmt::format("{} ({} nodes, {:.2f} s)", wording::verdict(r).text(), r.nodes.size(), r.seconds));
   return out;
 }
 
@@ -389,7 +367,7 @@ std::string hints_to_text(const std::vector<Hint>& hints) {
   if (hints.empty()) return "no experiment applies (no floating output, or the compiler could not run it)\n";
   std::string out;
   for (const Hint& h : hints) {
-    out += fmt::format("\n{} ({}): {}\n", h.kind, h.finding, h.summary);
+    out += "\n" + wording::hint_line(h) + "\n";
     if (!h.suggestion.empty()) out += fmt::format("  -> {}\n", h.suggestion);
     for (const std::string& note : h.notes) out += fmt::format("  {}\n", note);
     for (const auto& [name, value] : h.evidence) out += fmt::format("  {:<34} {:.4g}\n", name, value);

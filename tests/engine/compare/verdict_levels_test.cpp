@@ -93,7 +93,7 @@ TEST(VerdictLevels, CliExitCodes) {
   const testing::CliResult suspicious = testing::run_cli(base);
   EXPECT_EQ(suspicious.exit_code, 0) << suspicious.err;
   EXPECT_NE(suspicious.out.find("SUSPICIOUS addmm_1"), std::string::npos) << suspicious.out;
-  EXPECT_NE(suspicious.out.find("suspicious: the rule passes, but compiled is"), std::string::npos) << suspicious.out;
+  EXPECT_NE(suspicious.out.find("suspicious: the rule passes (allclose), but compiled is"), std::string::npos) << suspicious.out;
   EXPECT_EQ(testing::run_cli(base + " --fail-on-suspicious").exit_code, 1);
   // With the output level off, the node verdict still flags addmm_1 (1740x eager's local error); both off: 0.
   EXPECT_EQ(testing::run_cli(base + " --suspicious-ratio 0 --fail-on-suspicious").exit_code, 1);
