@@ -41,7 +41,7 @@ void localize_divergence(RunState& s) {
                    std::find(r.random_nodes.begin(), r.random_nodes.end(), loc.culprit.nodes.front()) != r.random_nodes.end();
   if (s.random_first) {
     loc.culprit.conclusion = Culprit::Conclusion::RandomStream;
-    loc.culprit.summary = wording::random_stream_culprit(loc.culprit.nodes.front());
+    loc.culprit.summary = wording::culprit_summary(loc.culprit, s.options.localize.max_compiles);
     loc.culprit.nodes.resize(1);
   }
   r.localization = std::move(loc);

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "graphs/search/oracle.h"
+#include "graphs/wording/wording.h"
 
 namespace pt2diff {
 
@@ -63,16 +64,13 @@ KernelCulprit search_kernel(RegionOracle& oracle, const std::string& kernel, con
   try {
     if (n == 0) {
       k.kind = "inconclusive";
-      k.summary = fmt::format("kernel {}: none of its nodes computes the failing value", kernel);
+      k.summary = wording::kernel_culprit_summary(k, "");
       return done();
     }
     const ProbeAnswer whole = fails(0, n);
-    const std::string last = all.nodes.empty() ? "?" : all.nodes.back();
     if (!whole.fails) {
       k.kind = "inconclusive";
-      k.summary = fmt::format("kernel {} (nodes {}): compiled as one region from fp64-exact inputs, its nodes pass at {} ({}): the "
-                              "failing buffer takes its error from upstream of the kernel",
-                              kernel, fmt::join(k.nodes, ", "), last, whole.verdict.detail);
+      k.summary = wording::kernel_culprit_summary(k, whole.verdict.detail);
       return done();
     }
     auto [hi, decisive] = shortest_failing_prefix(n, whole, [&](size_t end) { return fails(0, end); });
@@ -88,20 +86,16 @@ KernelCulprit search_kernel(RegionOracle& oracle, const std::string& kernel, con
       alone = fails(op, op + 1).fails;
       ++k.bound;
     }
-    const std::string how = fmt::format("{} ({})", k.op, k.target);
     if (*alone) {
       k.kind = "single_op";
-      k.summary = fmt::format("kernel {} (nodes {}): op {} diverges: compiled on its own from fp64-exact inputs it fails the rule ({})",
-                              kernel, fmt::join(k.nodes, ", "), how, decisive.verdict.detail);
+      k.summary = wording::kernel_culprit_summary(k, decisive.verdict.detail);
     } else {
       Culprit region;
       oracle.name_nodes(0, hi, region);
       for (const std::string& node : region.nodes)
         if (node != k.op) k.fused_with.push_back(node);
       k.kind = "fused";
-      k.summary = fmt::format("kernel {} (nodes {}): {} diverges only when fused with {}: compiled alone it passes, compiled "
-                              "after them from fp64-exact inputs it fails the rule ({})",
-                              kernel, fmt::join(k.nodes, ", "), how, fmt::join(k.fused_with, ", "), decisive.verdict.detail);
+      k.summary = wording::kernel_culprit_summary(k, decisive.verdict.detail);
     }
   } catch (const OracleLost& e) {
     k = KernelCulprit{};
@@ -109,7 +103,7 @@ KernelCulprit search_kernel(RegionOracle& oracle, const std::string& kernel, con
     k.kernel = kernel;
     k.nodes = all.nodes;
     k.bound = kernel_search_bound(n);
-    k.summary = fmt::format("the search inside kernel {} stopped: {}", kernel, e.what());
+    k.summary = wording::kernel_culprit_summary(k, "", e.what());
   }
   return done();
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "graphs/search/search_state.h"
+#include "graphs/wording/wording.h"
 
 namespace pt2diff {
 
@@ -100,18 +101,14 @@ Localization localize_phases(SearchState& state, const std::vector<size_t>& susp
   if (k == 0) {
     c.kind = Culprit::Kind::Inconclusive;
     c.conclusion = state.out_of_budget ? Culprit::Conclusion::BudgetExhausted : Culprit::Conclusion::NoPrefixDiverges;
-    c.summary = state.out_of_budget
-                    ? fmt::format("the budget of {} compiles ran out before the first diverging op was found", options.max_compiles)
-                    : "no prefix of the failing outputs' cone diverges when compiled on its own: the divergence needs the "
-                      "whole graph compiled together";
+    c.summary = wording::culprit_summary(c, options.max_compiles);
     return finish();
   }
   if (!transition_is_stable(state, k)) {
     c.kind = Culprit::Kind::Flaky;
     c.conclusion = Culprit::Conclusion::FlakyBoundary;
     oracle.name_nodes(k - 1, k, c);
-    c.summary = fmt::format("flaky: re-running the probes around {} gave different answers; the compiler (or the graph) is "
-                            "nondeterministic, so no culprit is named", c.nodes.empty() ? "?" : c.nodes.front());
+    c.summary = wording::culprit_summary(c, options.max_compiles);
     return finish();
   }
   // Phase 2 ends at the node that defines the value which failed first (usually c_k itself).
@@ -128,33 +125,14 @@ Localization localize_phases(SearchState& state, const std::vector<size_t>& susp
     c.kind = Culprit::Kind::Inconclusive;
     c.conclusion = state.out_of_budget ? Culprit::Conclusion::BudgetExhaustedLate : Culprit::Conclusion::AccumulatedUpstream;
     oracle.name_nodes(k - 1, k, c);
-    c.summary = state.out_of_budget
-                    ? fmt::format("the budget of {} compiles ran out in phase 2; divergence first shows at {}", options.max_compiles,
-                                  c.nodes.empty() ? "?" : c.nodes.front())
-                    : fmt::format("divergence first shows at {}, but no window ending there diverges when fed with fp64-exact "
-                                  "inputs: it comes from error accumulated upstream in the compiled run",
-                                  c.nodes.empty() ? "?" : c.nodes.front());
+    c.summary = wording::culprit_summary(c, options.max_compiles);
     return finish();
   }
   oracle.name_nodes(j, end, c);
   fill_from(c, decisive->second);
   c.conclusion = Culprit::Conclusion::Named;
-  // A suspicious value (localized with --localize-suspicious) passes the rule: say what it is instead.
-  const std::string fails = c.verdict.level == Level::Suspicious
-                                ? fmt::format("is suspicious: it passes the rule ({}) but is {}x farther from fp64 than eager",
-                                              c.verdict.detail,
-                                              c.verdict.error_ratio >= 100 ? fmt::format("{:.0f}", c.verdict.error_ratio)
-                                                                           : fmt::format("{:.3g}", c.verdict.error_ratio))
-                                : fmt::format("fails the rule ({})", c.verdict.detail);
-  if (j + 1 == end) {
-    c.kind = Culprit::Kind::SingleOp;
-    c.summary = fmt::format("{} ({}) diverges on its own: fed with fp64-exact inputs, its compiled result {}", c.nodes.front(),
-                            c.ops.front(), fails);
-  } else {
-    c.kind = Culprit::Kind::Window;
-    c.summary = fmt::format("{} ops, {} .. {}, diverge together (each alone passes): compiled as one region from fp64-exact "
-                            "inputs, their result {}", c.nodes.size(), c.nodes.front(), c.nodes.back(), fails);
-  }
+  c.kind = j + 1 == end ? Culprit::Kind::SingleOp : Culprit::Kind::Window;
+  c.summary = wording::culprit_summary(c, options.max_compiles);
   if (!suspects.empty()) result.exploded_agrees = suspects.front() >= j && suspects.front() < end;
   return finish();
 }
@@ -183,7 +161,7 @@ Localization localize(RegionOracle& oracle, const LocalizeOptions& options, cons
     c = Culprit{};
     c.kind = Culprit::Kind::Inconclusive;
     c.conclusion = Culprit::Conclusion::CompilerLost;
-    c.summary = fmt::format("localization stopped: {}", e.what());
+    c.summary = wording::culprit_summary(c, options.max_compiles, e.what());
     return finish();
   }
 }

@@ -158,6 +158,58 @@ std::string hint_line(const Hint& h) { return fmt::format("{} ({}): {}", h.kind,
 
 // ---- Sentences the stages store -----------------------------------------------------------------------------------
 
+std::string culprit_summary(const Culprit& c, size_t max_compiles, std::string_view why) {
+  using C = Culprit::Conclusion;
+  const std::string first = c.nodes.empty() ? "?" : c.nodes.front();
+  switch (c.conclusion) {
+    case C::BudgetExhausted:
+      return fmt::format("the budget of {} compiles ran out before the first diverging op was found", max_compiles);
+    case C::NoPrefixDiverges:
+      return "no prefix of the failing outputs' cone diverges when compiled on its own: the divergence needs the whole graph "
+             "compiled together";
+    case C::FlakyBoundary:
+      return fmt::format("flaky: re-running the probes around {} gave different answers; the compiler (or the graph) is "
+                         "nondeterministic, so no culprit is named", first);
+    case C::BudgetExhaustedLate:
+      return fmt::format("the budget of {} compiles ran out in phase 2; divergence first shows at {}", max_compiles, first);
+    case C::AccumulatedUpstream:
+      return fmt::format("divergence first shows at {}, but no window ending there diverges when fed with fp64-exact "
+                         "inputs: it comes from error accumulated upstream in the compiled run", first);
+    case C::CompilerLost: return fmt::format("localization stopped: {}", why);
+    case C::RandomStream:
+      return fmt::format("divergence first shows at {}, which draws random numbers: the compiled code draws a different random "
+                         "stream than eager, so its values cannot be compared op by op (see the compiler_lever hint)", first);
+    case C::Named: break;
+  }
+  // A suspicious value (localized with --localize-suspicious) passes the rule: say what it is instead.
+  const Verdict& v = c.verdict;
+  const std::string fails = v.level == Level::Suspicious
+                                ? fmt::format("is suspicious: it passes the rule ({}) but is {}x farther from fp64 than eager", v.detail,
+                                              v.error_ratio >= 100 ? fmt::format("{:.0f}", v.error_ratio) : fmt::format("{:.3g}", v.error_ratio))
+                                : fmt::format("fails the rule ({})", v.detail);
+  if (c.kind == Culprit::Kind::SingleOp)
+    return fmt::format("{} ({}) diverges on its own: fed with fp64-exact inputs, its compiled result {}", first,
+                       c.ops.empty() ? "?" : c.ops.front(), fails);
+  return fmt::format("{} ops, {} .. {}, diverge together (each alone passes): compiled as one region from fp64-exact "
+                     "inputs, their result {}", c.nodes.size(), first, c.nodes.empty() ? "?" : c.nodes.back(), fails);
+}
+
+std::string kernel_culprit_summary(const KernelCulprit& k, std::string_view detail, std::string_view why) {
+  if (!why.empty()) return fmt::format("the search inside kernel {} stopped: {}", k.kernel, why);
+  if (k.nodes.empty()) return fmt::format("kernel {}: none of its nodes computes the failing value", k.kernel);
+  const std::string nodes = fmt::format("{}", fmt::join(k.nodes, ", "));
+  if (k.kind == "single_op")
+    return fmt::format("kernel {} (nodes {}): op {} ({}) diverges: compiled on its own from fp64-exact inputs it fails the rule ({})",
+                       k.kernel, nodes, k.op, k.target, detail);
+  if (k.kind == "fused")
+    return fmt::format("kernel {} (nodes {}): {} ({}) diverges only when fused with {}: compiled alone it passes, compiled "
+                       "after them from fp64-exact inputs it fails the rule ({})",
+                       k.kernel, nodes, k.op, k.target, fmt::join(k.fused_with, ", "), detail);
+  return fmt::format("kernel {} (nodes {}): compiled as one region from fp64-exact inputs, its nodes pass at {} ({}): the "
+                     "failing buffer takes its error from upstream of the kernel",
+                     k.kernel, nodes, k.nodes.back(), detail);
+}
+
 std::string node_evidence_culprit(const NodeFinding& f) {
   return fmt::format("{} ({}) diverges on its own: fed with fp64-exact inputs, its compiled result is {:.3g}x farther from fp64 "
                      "than eager's (node evidence from the exploded compile; the outputs pass){}",
@@ -235,12 +287,6 @@ std::string workaround_found(const Workaround& w, size_t set_size, size_t graph_
   return fmt::format("leave {} of {} node{} eager ({}){}: {} ({}{})", set_size, graph_nodes, plural(graph_nodes), fmt::join(names, ", "),
                      from_nodes ? ", the nodes the node verdict names" : w.minimal ? "" : ", not shown minimal", outcome, cost,
                      w.minimal || from_nodes ? "" : ", the budget ran out");
-}
-
-std::string random_stream_culprit(std::string_view node) {
-  return fmt::format("divergence first shows at {}, which draws random numbers: the compiled code draws a different random stream "
-                     "than eager, so its values cannot be compared op by op (see the compiler_lever hint)",
-                     node);
 }
 
 std::string autocast_region_closed(std::string_view region, std::string_view why) {

@@ -79,6 +79,14 @@ std::string hint_line(const Hint& h);
 
 // ---- Sentences the stages store -----------------------------------------------------------------------------------
 
+/// The localization search's culprit (Culprit::summary), from its conclusion, kind, nodes, ops and verdict:
+/// "addmm_1 (aten.addmm.default) diverges on its own: fed with fp64-exact inputs, its compiled result fails the rule
+/// (...)"; `max_compiles` says a budget that ran out, `why` the compiler lost (Conclusion::CompilerLost).
+std::string culprit_summary(const Culprit& c, size_t max_compiles, std::string_view why = {});
+/// The search inside a kernel (KernelCulprit::summary), from its kind, nodes and op; `detail`: the decisive probe's
+/// verdict detail (for an inconclusive search, the whole kernel's, which passes); `why`: why the search stopped.
+std::string kernel_culprit_summary(const KernelCulprit& k, std::string_view detail, std::string_view why = {});
+
 /// name_node_culprit: the culprit named by the node evidence (Culprit::summary) and its verdict's detail.
 std::string node_evidence_culprit(const NodeFinding& f);
 std::string node_evidence_detail(const NodeFinding& f, const ToleranceRule& rule);
@@ -108,9 +116,6 @@ struct LeverCheck {
 std::string workaround_verification(const LeverCheck& check, bool from_nodes);
 /// find_workaround: the workaround's one line (Workaround::summary) once a set is found.
 std::string workaround_found(const Workaround& w, size_t set_size, size_t graph_nodes, bool from_nodes, double worst_ratio);
-
-/// localize_divergence: divergence first shows at a random op (Culprit::Conclusion::RandomStream).
-std::string random_stream_culprit(std::string_view node);
 
 /// localize_in_region: looking inside an autocast region that is the culprit.
 std::string autocast_region_closed(std::string_view region, std::string_view why);

@@ -72,5 +72,23 @@ TEST(Wording, AConfirmationSaysWhatItsConclusionMeans) {
   EXPECT_EQ(wording::confirmation(c).html(), "confirmation (<code>not_confirmed</code>, 1 compile, 2.50 s): s");
 }
 
+TEST(Wording, ACulpritIsSaidFromItsFacts) {
+  Culprit c;
+  c.conclusion = Culprit::Conclusion::Named;
+  c.kind = Culprit::Kind::SingleOp;
+  c.nodes = {"addmm_1"};
+  c.ops = {"aten.addmm.default"};
+  c.verdict.level = Level::Suspicious;
+  c.verdict.detail = "allclose to eager at atol=rtol=0.001";
+  c.verdict.error_ratio = 1740.2;
+  EXPECT_EQ(wording::culprit_summary(c, 8),
+            "addmm_1 (aten.addmm.default) diverges on its own: fed with fp64-exact inputs, its compiled result is suspicious: it "
+            "passes the rule (allclose to eager at atol=rtol=0.001) but is 1740x farther from fp64 than eager");
+  c.conclusion = Culprit::Conclusion::BudgetExhaustedLate;
+  EXPECT_EQ(wording::culprit_summary(c, 8), "the budget of 8 compiles ran out in phase 2; divergence first shows at addmm_1");
+  c.conclusion = Culprit::Conclusion::CompilerLost;
+  EXPECT_EQ(wording::culprit_summary(c, 8, "the worker died"), "localization stopped: the worker died");
+}
+
 }  // namespace
 }  // namespace pt2diff
