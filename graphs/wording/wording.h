@@ -109,13 +109,14 @@ std::string lever_without_source(std::string_view node, std::string_view op);
 struct LeverCheck {
   bool passes = false;
   size_t eager_nodes = 0, graph_nodes = 0;
-  std::string output, detail;    ///< where it fails, and why ("" output: the compile failed)
-  std::string worst_output;      ///< where it passes: the worst output, and its ratio
+  std::string output, detail;  ///< where it fails, and why ("" output: the compile failed)
+  std::string worst_output;    ///< where it passes: the worst output, and its ratio
   double worst_ratio = 0;
 };
 std::string workaround_verification(const LeverCheck& check, bool from_nodes);
 /// find_workaround: the workaround's one line (Workaround::summary) once a set is found.
-std::string workaround_found(const Workaround& w, size_t set_size, size_t graph_nodes, bool from_nodes, double worst_ratio);
+std::string workaround_found(const Workaround& w, size_t set_size, size_t graph_nodes, bool from_nodes,
+                             double worst_ratio);
 
 /// localize_in_region: looking inside an autocast region that is the culprit.
 std::string autocast_region_closed(std::string_view region, std::string_view why);
@@ -142,8 +143,8 @@ std::string buffer_without_value(std::string_view node, std::string_view dtype, 
 std::string buffer_size_differs(std::string_view value, int64_t numel, int64_t buffer_numel);
 
 /// trace_nonfinite: where the first NaN/Inf of the compiled code comes from (NonfiniteOrigin::detail): a graph input
-/// holding them; a buffer no exported node is named for; the model (eager makes them too); the compiler (the op compiled
-/// alone makes them); the kernel (the op alone stays finite, or was not compiled alone), with its fused nodes.
+/// holding them; a buffer no exported node is named for; the model (eager makes them too); the compiler (the op
+/// compiled alone makes them); the kernel (the op alone stays finite, or was not compiled alone), with its fused nodes.
 std::string nonfinite_in_input(std::string_view input, int64_t count, std::string_view kernel);
 std::string nonfinite_in_buffer(std::string_view kernel, std::string_view buffer);
 std::string nonfinite_from_model(std::string_view node, int64_t count);
@@ -152,7 +153,8 @@ std::string nonfinite_in_kernel(std::string_view kernel, std::string_view node, 
                                 const std::vector<std::string>& fused);
 
 /// plan_run: a GPU export run on the CPU; the rewrites grouped by kind ("device cuda:0 -> cpu (arange, full)").
-std::string exported_elsewhere(std::string_view export_device, std::string_view device_type, const std::vector<std::string>& rewrites);
+std::string exported_elsewhere(std::string_view export_device, std::string_view device_type,
+                               const std::vector<std::string>& rewrites);
 /// plan_run: nodes the exploded compile leaves out (they write in place or read a value written in place).
 std::string left_out_of_exploded(const std::vector<std::string>& nodes);
 /// plan_run: where the fp64 run goes (RunDevices::why) when --reference-device is auto and a memory limit is known
@@ -162,6 +164,7 @@ std::string reference_on_the_cpu(double native_bytes, double reference_bytes, st
 
 /// repro_writer: why the compiler's own files for the window were not written.
 std::string no_artifacts_not_inductor(std::string_view compiled);
-std::string no_artifacts_other_device(std::string_view run_device, std::string_view export_type, std::string_view written_for);
+std::string no_artifacts_other_device(std::string_view run_device, std::string_view export_type,
+                                      std::string_view written_for);
 
 }  // namespace pt2diff::wording

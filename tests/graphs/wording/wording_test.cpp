@@ -22,14 +22,18 @@ TEST(Wording, TextAndHtmlSayTheSameWords) {
   ToleranceRule rule;
   rule.suspicious_ratio = 100;
   const wording::Sentence s = wording::suspicious(suspicious_verdict(), rule);
-  EXPECT_EQ(s.text(), "the rule passes (allclose), but compiled is 1262x farther from fp64 than eager (RMSE 4.44e-05 vs 3.52e-08; "
-                      "--suspicious-ratio 100)");
-  EXPECT_EQ(s.html(), "the rule passes (allclose), but compiled is 1262&times; farther from fp64 than eager (RMSE 4.44e-05 vs "
-                      "3.52e-08; <code>--suspicious-ratio 100</code>)");
+  EXPECT_EQ(
+      s.text(),
+      "the rule passes (allclose), but compiled is 1262x farther from fp64 than eager (RMSE 4.44e-05 vs 3.52e-08; "
+      "--suspicious-ratio 100)");
+  EXPECT_EQ(s.html(),
+            "the rule passes (allclose), but compiled is 1262&times; farther from fp64 than eager (RMSE 4.44e-05 vs "
+            "3.52e-08; <code>--suspicious-ratio 100</code>)");
 }
 
 TEST(Wording, HtmlIsEscapedAndRatiosKeepTheirForm) {
-  const wording::Sentence s = wording::Sentence().words("a < b & 'c' ").code("--x \"y\"").words(" ").ratio(12.345).words(" ").ratio(1.0 / 0.0);
+  const wording::Sentence s =
+      wording::Sentence().words("a < b & 'c' ").code("--x \"y\"").words(" ").ratio(12.345).words(" ").ratio(1.0 / 0.0);
   EXPECT_EQ(s.text(), "a < b & 'c' --x \"y\" 12.3x inf");
   EXPECT_EQ(s.html(), "a &lt; b &amp; &#39;c&#39; <code>--x &quot;y&quot;</code> 12.3&times; inf");
   EXPECT_EQ(wording::ratio(150.4), "150x");
@@ -64,7 +68,8 @@ TEST(Wording, AConfirmationSaysWhatItsConclusionMeans) {
   c.conclusion = "not_confirmed";
   c.after = 3.8;
   EXPECT_EQ(wording::confirmation_summary(c, "other", 7.5),
-            "with mm_3 eager, the outputs stay off eager's error (out at 3.8x, was 4.2x; worst other at 7.5x): something else moves them too");
+            "with mm_3 eager, the outputs stay off eager's error (out at 3.8x, was 4.2x; worst other at 7.5x): "
+            "something else moves them too");
   c.compiles = 1;
   c.seconds = 2.5;
   c.summary = "s";
@@ -82,10 +87,12 @@ TEST(Wording, ACulpritIsSaidFromItsFacts) {
   c.verdict.detail = "allclose to eager at atol=rtol=0.001";
   c.verdict.error_ratio = 1740.2;
   EXPECT_EQ(wording::culprit_summary(c, 8),
-            "addmm_1 (aten.addmm.default) diverges on its own: fed with fp64-exact inputs, its compiled result is suspicious: it "
+            "addmm_1 (aten.addmm.default) diverges on its own: fed with fp64-exact inputs, its compiled result is "
+            "suspicious: it "
             "passes the rule (allclose to eager at atol=rtol=0.001) but is 1740x farther from fp64 than eager");
   c.conclusion = Culprit::Conclusion::BudgetExhaustedLate;
-  EXPECT_EQ(wording::culprit_summary(c, 8), "the budget of 8 compiles ran out in phase 2; divergence first shows at addmm_1");
+  EXPECT_EQ(wording::culprit_summary(c, 8),
+            "the budget of 8 compiles ran out in phase 2; divergence first shows at addmm_1");
   c.conclusion = Culprit::Conclusion::CompilerLost;
   EXPECT_EQ(wording::culprit_summary(c, 8, "the worker died"), "localization stopped: the worker died");
 }
