@@ -9,7 +9,6 @@
 #include <chrono>
 #include <fmt/format.h>
 #include <functional>
-#include <fmt/ranges.h>
 #include <map>
 #include <set>
 

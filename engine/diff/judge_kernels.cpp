@@ -4,8 +4,6 @@
 // of the failing buffer earliest in graph order is the first suspect, found with no compile of its own.
 #include <ATen/ops/isfinite.h>
 #include <algorithm>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <map>
 
 #include "engine/compare/judge_measured.h"

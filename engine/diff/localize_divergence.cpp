@@ -3,7 +3,6 @@
 // compiled (a verdict to explain), bisect its failing cone to the first diverging op or window
 // (engine/localize/), starting from the exploded compile's suspects.
 #include <algorithm>
-#include <fmt/format.h>
 
 #include "engine/diff/stages.h"
 #include "graphs/wording/wording.h"

@@ -6,7 +6,6 @@
 // localization then stands for the run's: the op inside the region. The job is kept in the state
 // (RunState::region_job) for the stages after this one, which make the culprit's repro and hints in its
 // graph. The extra cost is that job's compiles (the inlined graph whole, its exploded ops, the probes).
-#include <fmt/format.h>
 
 #include "engine/diff/stages.h"
 #include "graphs/wording/wording.h"

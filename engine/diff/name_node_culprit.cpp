@@ -4,8 +4,6 @@
 // graph with every finding's nodes left eager must bring the outputs' error back to eager's.
 #include <algorithm>
 #include <chrono>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "engine/diff/stages.h"
 #include "graphs/wording/wording.h"

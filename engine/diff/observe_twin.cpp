@@ -3,8 +3,6 @@
 // compiled by AOTInductor with the kernel map on (TwinBackend). From then on the backend compiles regions
 // through the twin, so the op inside the kernel and localization run as for `--compiled aoti`. When the
 // twin's own outputs agree, the report says the package's divergence is not this compiler's on this archive.
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "engine/backends/backends.h"
 #include "engine/diff/stages.h"

@@ -1,7 +1,6 @@
 // engine/report/summary_report.cpp — the report in a few lines: what a failing test prints
 // (pt2diff/testing.h) and what fits a log line.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "graphs/wording/wording.h"
 #include "pt2diff/diff.h"

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "graphs/search/oracle.h"
 #include "graphs/wording/wording.h"
