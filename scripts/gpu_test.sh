@@ -52,6 +52,9 @@ check() {  # PART NAME COMMAND...: runs one check of the selected part, keeps go
   if "$@"; then echo "--- $name: passed ($((SECONDS - start)) s)"; else failed+=("$name"); echo "--- $name: FAILED ($((SECONDS - start)) s)"; fi
 }
 export PT2DIFF_TEST_DEVICE=cuda TORCHINDUCTOR_CACHE_DIR=$(mktemp -d)
+# A failing check's Python tests print the pt2diff runs they made and keep their output and reports here
+# (tests/python/evidence.py): the folder outlives the check's temporary folders.
+export PT2DIFF_TEST_EVIDENCE=${PT2DIFF_TEST_EVIDENCE:-$BUILD/test-evidence-gpu}
 trap 'rm -rf "$TORCHINDUCTOR_CACHE_DIR"' EXIT
 
 check 1 "the CLI's libstdc++ calls bind to libstdc++ (the torch 2.11+cu130 crash)" \
@@ -116,6 +119,7 @@ check 7 "AOTInductor on CUDA: the planted package with the stock compiler as twi
 what="GPU suite${PART:+, part $PART}"
 if ((${#failed[@]})); then
   printf '%s: %d failed:\n' "$what" "${#failed[@]}"; printf '  %s\n' "${failed[@]}"
+  echo "the failing tests' pt2diff runs and reports: $PT2DIFF_TEST_EVIDENCE"
   exit 1
 fi
 echo "$what: every check passed"

@@ -98,14 +98,15 @@ if [[ ! -f "$BUILD/build.ninja" || "$configured_python" != "$PYTHON" ]]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPT2DIFF_PYTHON="$PYTHON" >/dev/null
 fi
 phase "setup: configure"
-say "building pt2diff"
-cmake --build "$BUILD" --target pt2diff_cli
-phase "setup: build the CLI"
+# The CLI and the Python module in one build: ninja keeps both cores busy across the two (built one after the other,
+# one core idled through the CLI's last objects and link).
+targets=(pt2diff_cli)
 if grep -q '^build python/pt2diff/_pt2diff' "$BUILD/build.ninja" 2>/dev/null; then
-  say "building the Python module pt2diff._pt2diff"
-  cmake --build "$BUILD" --target pt2diff_python
-  phase "setup: build the Python module"
+  targets+=(pt2diff_python)
 fi
+say "building ${targets[*]}"
+cmake --build "$BUILD" --target "${targets[@]}"
+phase "setup: build the CLI and the Python module"
 
 # --- the Python packages (python/: pt2diff with its native module, pt2diff_capture, pt2diff_worker) ----
 # Into the venv only (a --python interpreter is left as is: PYTHONPATH=$BUILD/python imports pt2diff).

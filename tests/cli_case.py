@@ -10,8 +10,9 @@ The binary and the fixtures come from the environment, as ctest sets it (tests/C
 - ``PT2DIFF_FIXTURES``: the fixtures folder (default: the tree's ``fixtures/``).
 - ``PT2DIFF_TEST_DEVICE``: ``cpu`` (default) or ``cuda`` (scripts/gpu_test.sh runs some of these tests on a GPU).
 
-A test's expensive run (a compile, a search) is done once, in ``setUpClass``, and its test methods each check one
-thing of it; ``self.subTest`` names the case where one method checks several.
+A test's expensive run (a compile, a search) is done once, in ``setUpClass`` or on first use (``Runs``), and its test
+methods each check one thing of it; ``self.subTest`` names the case where one method checks several. A failing test
+prints the pt2diff runs it depends on, their reports' tails, and keeps them (tests/python/evidence.py).
 """
 import json
 import os
@@ -62,6 +63,20 @@ class CliTestCase(unittest.TestCase):
         except ImportError:
             return
         jsonschema.validate(report, schema(name))
+
+
+class Runs(dict):
+    """A class's expensive runs by key, each made on first use and kept: ``cls.runs = Runs(lambda name:
+    cls.run_step(name))``. Tests that read the same run share it, and a test selected alone (a pytest node id, a ctest
+    of one method) pays for its own run only, where a dict filled in setUpClass makes every run of the class."""
+
+    def __init__(self, make):
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, key):
+        value = self[key] = self._make(key)
+        return value
 
 
 #: The measurements of the run, not of the graph: the engine process's memory and the GPU allocator's peak.

@@ -6,11 +6,13 @@
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -189,6 +191,84 @@ ScratchDir::~ScratchDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
+namespace {
+/// The CLI runs of the test that is running, for the evidence a failure prints.
+struct CliRun {
+  std::string args;
+  CliResult result;
+};
+std::vector<CliRun>& runs_of_this_test() {
+  static std::vector<CliRun> runs;
+  return runs;
+}
+
+/// The text report down to its per-node tables, at most `n` lines, indented; what is left out is said.
+std::string report_excerpt(const std::string& text, size_t n) {
+  std::istringstream in(text);
+  std::string out;
+  size_t shown = 0, total = 0;
+  bool cut = false;
+  for (std::string line; std::getline(in, line);) {
+    ++total;
+    if (line.rfind("nodes introducing the most error", 0) == 0 || line.rfind("per node, in graph order", 0) == 0) cut = true;
+    if (!cut && shown < n) {
+      out += "  " + line + "\n";
+      ++shown;
+    }
+  }
+  if (total > shown) out += "  ... " + std::to_string(total - shown) + " more lines (the per-node tables) in the kept log\n";
+  return out;
+}
+
+/// The last `n` lines of `text`, indented.
+std::string tail_lines(const std::string& text, size_t n) {
+  size_t pos = text.size();
+  while (pos > 0 && text[pos - 1] == '\n') --pos;
+  const size_t end = pos;
+  size_t lines = 0;
+  while (pos > 0 && lines < n)
+    if (text[--pos] == '\n') ++lines;
+  if (pos > 0) ++pos;
+  std::string out = pos > 0 ? "  ...\n" : "";
+  std::istringstream in(text.substr(pos, end - pos));
+  for (std::string line; std::getline(in, line);) out += "  " + line + "\n";
+  return out;
+}
+
+/// A failing test that ran the CLI prints each run (its arguments, exit status and the tails of its report and
+/// stderr) and keeps the whole output in $PT2DIFF_TEST_EVIDENCE/SUITE.TEST/ (ctest: build/test-evidence), where no
+/// test's scratch directory is: the evidence outlives the test (tests/python/evidence.py does the same for Python).
+class CliEvidence : public ::testing::EmptyTestEventListener {
+  void OnTestStart(const ::testing::TestInfo&) override { runs_of_this_test().clear(); }
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    const auto& runs = runs_of_this_test();
+    if (!info.result()->Failed() || runs.empty()) return;
+    const char* base = std::getenv("PT2DIFF_TEST_EVIDENCE");
+    const std::filesystem::path folder = std::filesystem::path(base && *base ? base : "/tmp/pt2diff-test-evidence") /
+                                         (std::string(info.test_suite_name()) + "." + info.name());
+    std::error_code ec;
+    std::filesystem::create_directories(folder, ec);
+    std::ostringstream text;
+    text << runs.size() << " pt2diff run(s) in this test; each one's whole output is kept in " << folder.string() << "\n";
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const CliRun& r = runs[i];
+      std::ofstream(folder / ("run" + std::to_string(i + 1) + ".log"))
+          << "$ pt2diff " << r.args << "\nexit: " << r.result.exit_code << "\n\n--- stdout\n"
+          << r.result.out << "\n--- stderr\n" << r.result.err;
+      text << "--- run" << i + 1 << ": exit " << r.result.exit_code << ": pt2diff " << r.args << "\n";
+      if (!r.result.out.empty()) text << "stdout (the report):\n" << report_excerpt(r.result.out, 60);
+      if (!r.result.err.empty()) text << "stderr, last 12 lines:\n" << tail_lines(r.result.err, 12);
+    }
+    std::fputs(text.str().c_str(), stdout);
+    std::fflush(stdout);
+  }
+};
+[[maybe_unused]] const bool cli_evidence_listener = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new CliEvidence);  // gtest owns it
+  return true;
+}();
+}  // namespace
+
 CliResult run_cli(const std::string& args) {
   ScratchDir dir("cli");
   const std::string out = dir.file("out"), err = dir.file("err");
@@ -198,6 +278,7 @@ CliResult run_cli(const std::string& args) {
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = slurp(out);
   r.err = slurp(err);
+  runs_of_this_test().push_back({args, r});
   return r;
 }
 

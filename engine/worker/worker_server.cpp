@@ -195,6 +195,12 @@ bool launch(const std::string& python, const std::string& launcher, const fs::pa
     fcntl(3, F_SETFD, 0);
     close_range(4, ~0U, 0);
     execve(args[0], args.data(), envp.data());
+    // The server's log is its stderr: say why it never started there, or a failing engine shows no reason (a wrapper
+    // Python that cannot be executed: ETXTBSY while another process still holds it open for writing, ENOEXEC, ...).
+    // No allocation between fork and exit (the engine may have threads): plain writes of static text.
+    const char* reason = std::strerror(errno);
+    for (const char* piece : {"pt2diff: cannot start the worker server ", static_cast<const char*>(args[0]), ": ", reason, "\n"})
+      if (::write(STDERR_FILENO, piece, std::strlen(piece)) < 0) break;
     _exit(127);
   }
   ::close(ready[1]);

@@ -12,11 +12,16 @@ Each argument is a test file, a folder of them, or a pytest node id (FILE::CLASS
 TestCases, so a Python without pytest (a user's torch given to scripts/setup.sh --python) runs them with unittest
 instead: the same tests, said on the first line. Exit 0 when every test passed, 77 (ctest's SKIP_RETURN_CODE) when
 every test was skipped and none failed, else 1 (2: no test named).
+
+A failing test shows the pt2diff runs it depends on (the report's tail, the exit status, where the whole output and
+the reports are kept): tests/python/evidence.py, installed here before any test runs.
 """
 import importlib.util
 import os
 import sys
 import unittest
+
+import evidence  # beside this file (a script's folder is first on sys.path)
 
 SKIPPED = 77
 
@@ -38,7 +43,7 @@ def run_pytest(paths):
 
     outcomes = Outcomes()
     # No cache folder in the source tree; -rs lists the skipped tests with their reasons.
-    rc = int(pytest.main(["-p", "no:cacheprovider", "-rs", "-v", *paths], plugins=[outcomes]))
+    rc = int(pytest.main(["-p", "no:cacheprovider", "-rs", "-v", *paths], plugins=[outcomes, evidence.PytestPlugin()]))
     if rc == 0 and outcomes.ran == 0 and outcomes.skipped:
         return SKIPPED
     return rc
@@ -61,7 +66,7 @@ def unittest_suite(path):
 
 def run_unittest(paths):
     suite = unittest.TestSuite(unittest_suite(p) for p in paths)
-    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    result = unittest.TextTestRunner(verbosity=2, resultclass=evidence.UnittestResult).run(suite)
     if not result.wasSuccessful():
         return 1
     ran = result.testsRun - len(result.skipped)
@@ -72,6 +77,7 @@ def main(paths):
     if not paths:
         print("run_tests.py: name the test files, folders or node ids to run (tests/python/pt2diff_worker ...)", file=sys.stderr)
         return 2
+    evidence.install()
     if importlib.util.find_spec("pytest"):
         print("run_tests.py: pytest", flush=True)
         return run_pytest(paths)
