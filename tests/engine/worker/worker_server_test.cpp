@@ -132,6 +132,20 @@ TEST(WorkerServer, AWrapperPythonsVariablesReachTheWorker) {
   EXPECT_EQ(read(*p), fmt::format("echo five {} wrapped wrapped", dir.path())) << diagnostics(dir.file("stderr.log"));
 }
 
+// A server that cannot start (its Python cannot be executed) is no worker, and its log says why: the failing test or
+// engine then prints a reason, not nothing (the grandchild used to exit 127 in silence).
+TEST(WorkerServer, AServerThatCannotStartSaysWhyInItsLog) {
+  testing::ScratchDir dir("worker-server");
+  const std::string python = dir.file("not_executable_python");
+  std::ofstream(python) << "#!/bin/sh\nexec '" << PT2DIFF_TEST_PYTHON << "' \"$@\"\n";
+  ASSERT_EQ(chmod(python.c_str(), 0644), 0);
+  auto p = start_served_worker({python, write_script(dir), "0"}, PT2DIFF_STOCK_WORKER, dir.file("stderr.log"), 0,
+                               {"TMPDIR=" + dir.path()});
+  EXPECT_FALSE(p) << "a Python that cannot be executed serves no worker";
+  const std::string logs = diagnostics(dir.file("stderr.log"));
+  EXPECT_NE(logs.find("pt2diff: cannot start the worker server " + python + ": Permission denied"), std::string::npos) << logs;
+}
+
 TEST(WorkerServer, AKilledWorkerIsReportedKilled) {
   testing::ScratchDir dir("worker-server");
   auto p = start_served_worker({PT2DIFF_TEST_PYTHON, write_script(dir), "0"}, PT2DIFF_STOCK_WORKER, dir.file("stderr.log"),
