@@ -12,7 +12,8 @@ Reads what a run of scripts/test.sh leaves behind, nothing else (it runs nothing
   --output-junit): each test's seconds and labels, summed per label, with the slowest tests.
 
 With --costs FILE it also writes BUILD_DIR/ctest.xml's tests of 10 s or more in ctest's cost format (name,
-runs, seconds; longest first), as tests/ctest_costs.txt holds them: run it on a cold run's build tree.
+runs, seconds; longest first). The suite's costs live in tests/suite_budget.tsv now: `python3 tests/suite_budget.py
+--rows BUILD_DIR` writes its rows from a cold run's build tree.
 
 Prints markdown tables. Only the last build of each object counts (.ninja_log keeps one line per output and
 run; a rebuild of an object replaces its earlier time). Times of a parallel build and of `ctest -j2` are
