@@ -148,7 +148,7 @@ def measured(build):
     print(f"| **the test command after set-up** | **{total:.0f}** | **{budgets.get('command', 0):.0f}** |")
     if not times:
         return 0
-    ran = {n: t for n, t in times.items()}
+    ran = times
     quick_seconds = sum(t for n, t in ran.items() if n not in rows)
     main_seconds = sum(t for n, t in ran.items() if n in rows and rows[n][1] == "main")
     ext_seconds = sum(t for n, t in ran.items() if n in rows and rows[n][1] == "extended")
@@ -164,11 +164,11 @@ def measured(build):
 def rows_from_run(build):
     """Rows for the tests of BUILD/ctest.xml not in the file yet (their tier main, what they share to be said)."""
     _, _, rows = read_budget()
-    labels = ctest_tests(build)
-    for name, seconds in sorted(junit_times(build).items(), key=lambda x: -x[1]):
+    labels, times = ctest_tests(build), junit_times(build)
+    for name, seconds in sorted(times.items(), key=lambda x: -x[1]):
         if name not in rows and "quick" not in labels.get(name, []):
             print(f"test\t{name}\t{seconds:.1f}\tmain\t-")
-    quick = sum(t for n, t in junit_times(build).items() if "quick" in labels.get(n, []))
+    quick = sum(t for n, t in times.items() if "quick" in labels.get(n, []))
     print(f"quick\tquick\t{quick:.0f}\tmain\tthe quick label's tests together, this run")
     return 0
 
