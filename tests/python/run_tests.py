@@ -13,8 +13,8 @@ TestCases, so a Python without pytest (a user's torch given to scripts/setup.sh 
 instead: the same tests, said on the first line. Exit 0 when every test passed, 77 (ctest's SKIP_RETURN_CODE) when
 every test was skipped and none failed, else 1 (2: no test named).
 
-A failing test shows the pt2diff runs it depends on (the report's tail, the exit status, where the whole output and
-the reports are kept): tests/python/evidence.py, installed here before any test runs.
+A failing test shows the pt2diff runs it depends on (each report down to its per-node tables, the exit status, where
+the whole output and the reports are kept): tests/python/evidence.py, installed here before any test runs.
 """
 import importlib.util
 import os
