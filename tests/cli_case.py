@@ -12,7 +12,7 @@ The binary and the fixtures come from the environment, as ctest sets it (tests/C
 
 A test's expensive run (a compile, a search) is done once, in ``setUpClass`` or on first use (``Runs``), and its test
 methods each check one thing of it; ``self.subTest`` names the case where one method checks several. A failing test
-prints the pt2diff runs it depends on, their reports' tails, and keeps them (tests/python/evidence.py).
+prints the pt2diff runs it depends on (each report down to its per-node tables) and keeps them (tests/python/evidence.py).
 """
 import json
 import os

@@ -1,4 +1,4 @@
-"""What a failing Python test shows: the pt2diff runs it made, their reports' tails, and where all of it is kept.
+"""What a failing Python test shows: the pt2diff runs it made, their reports, and where all of it is kept.
 
 tests/python/run_tests.py installs this before it runs any test (ctest, scripts/gpu_test.sh and a user's own
 ``python tests/python/run_tests.py ...`` all go through it). From then on every ``subprocess.run`` of the pt2diff CLI
@@ -135,8 +135,8 @@ def _tail(text, n):
 
 
 def evidence_dir():
-    base = os.environ.get("PT2DIFF_TEST_EVIDENCE") or os.path.join(tempfile.gettempdir(), "pt2diff-test-evidence")
-    return base
+    """$PT2DIFF_TEST_EVIDENCE, else $TMPDIR/pt2diff-test-evidence."""
+    return os.environ.get("PT2DIFF_TEST_EVIDENCE") or os.path.join(tempfile.gettempdir(), "pt2diff-test-evidence")
 
 
 def _keep(runs, owner, test):
