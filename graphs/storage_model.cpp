@@ -24,6 +24,13 @@ std::optional<NodeId> StorageModel::last_write_before(ValueId r, NodeId node) co
   return *std::prev(it);
 }
 
+std::optional<NodeId> StorageModel::first_write_after(ValueId r, NodeId node) const {
+  const std::vector<NodeId>& ws = writers[static_cast<size_t>(r)];
+  auto it = std::upper_bound(ws.begin(), ws.end(), node);
+  if (it == ws.end()) return std::nullopt;
+  return *it;
+}
+
 std::optional<NodeId> StorageModel::write_seen(const Graph& graph, ValueId v, NodeId reader) const {
   const std::optional<NodeId> w = last_write_before(root[static_cast<size_t>(v)], reader);
   const NodeId made = graph.value(v).producer;
@@ -43,6 +50,26 @@ std::vector<ValueId> written_region_inputs(const StorageModel& m, const RegionSp
         break;
       }
     }
+  return out;
+}
+
+std::vector<ValueId> read_before_written(const Graph& graph, const StorageModel& m, std::vector<NodeId> nodes) {
+  std::vector<ValueId> out;
+  if (m.writes.empty()) return out;
+  std::sort(nodes.begin(), nodes.end());
+  auto in = [&](NodeId id) { return std::binary_search(nodes.begin(), nodes.end(), id); };
+  for (NodeId id : nodes) {
+    bool read_before_write = false;
+    for (ValueId v : graph.node(id).input_values())
+      if (auto w = m.first_write_after(m.root[static_cast<size_t>(v)], id); w && in(*w)) read_before_write = true;
+    if (!read_before_write) continue;
+    for (ValueId v : graph.node(id).output_values()) {
+      const Value& value = graph.value(v);
+      bool passed_on = value.is_graph_output;
+      for (NodeId u : value.users) passed_on = passed_on || !in(u);
+      if (passed_on) out.push_back(v);
+    }
+  }
   return out;
 }
 

@@ -82,10 +82,15 @@ EagerNodesRun run_with_eager_nodes(RunState& s, const std::vector<NodeId>& eager
     return done();
   }
   a.ran = true;
+  judge_whole_outputs(s, *outputs, suspicious_fails, a);
+  return done();
+}
+
+void judge_whole_outputs(const RunState& s, const std::vector<c10::IValue>& outputs, bool suspicious_fails, EagerNodesRun& a) {
   const Graph& g = s.program.ir.graph;
   for (size_t i = 0; i < s.outputs.size(); ++i) {
     if (!s.runs.native.outputs[i].isTensor()) continue;
-    const c10::IValue value = compiled_output(s, i, *outputs);
+    const c10::IValue value = compiled_output(s, i, outputs);
     auto names = s.outputs[i].arg.values();
     const std::string name = names.empty() ? fmt::format("output #{}", i) : g.value(names.front()).name;
     if (!value.isTensor()) {
@@ -107,7 +112,6 @@ EagerNodesRun run_with_eager_nodes(RunState& s, const std::vector<NodeId>& eager
       a.worst_ratio = v->error_ratio;
     }
   }
-  return done();
 }
 
 }  // namespace pt2diff

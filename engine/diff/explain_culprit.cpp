@@ -15,7 +15,10 @@ std::vector<Hint> explain_window(const RunState& s, const Culprit& culprit) {
     for (const Node& n : g.nodes())
       if (n.name == name) nodes.push_back(n.id);
   if (nodes.empty()) return {};
-  HintContext ctx{s.program, s.interpreter, s.options, RegionSpec::fused(g, nodes, g.node(nodes.back()).output_values()), {}, {}, {}, {}, 0, {}};
+  std::vector<ValueId> judged = g.node(nodes.back()).output_values();
+  for (ValueId v : read_before_written(g, s.storage, nodes))  // a write after a read: the value read before it
+    if (std::find(judged.begin(), judged.end(), v) == judged.end()) judged.push_back(v);
+  HintContext ctx{s.program, s.interpreter, s.options, RegionSpec::fused(g, nodes, judged), {}, {}, {}, {}, 0, {}};
   // An input the window writes in place is a result of it too (its value after the window), judged like one.
   for (ValueId v : written_region_inputs(s.storage, ctx.window))
     if (std::find(ctx.window.outputs.begin(), ctx.window.outputs.end(), v) == ctx.window.outputs.end()) ctx.window.outputs.push_back(v);

@@ -50,6 +50,10 @@ const std::vector<StageInfo>& diff_stages() {
       {"explain_culprit", explain_culprit, "explain_culprit.cpp", "culprit, kept values of `culprit_job()`", "hints", true},
       {"find_workaround", find_workaround, "find_workaround.cpp + `graphs/search/eager_set.cpp`", "verdicts, culprit, the whole graph",
        "`workaround`: the smallest eager set and the lines that leave it eager (`--workaround`)", true},
+      {"search_compiler", search_compiler, "search_compiler.cpp + `graphs/search/compiler_search.cpp`",
+       "verdicts, culprit, the whole graph",
+       "`compiler_search`: the compiler's decision that makes the whole graph diverge, when only the whole compile does "
+       "(a culprit of kind compiler_decision)", true},
       {"rank_nodes", rank_nodes, "rank_nodes.cpp", "node errors", "the ranking of introduced error", true},
   };
   return table;

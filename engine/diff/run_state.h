@@ -168,6 +168,9 @@ std::optional<Verdict> judge_output(const RunState& s, size_t i, const at::Tenso
 /// what --workaround's search and the node verdict's confirmation ask.
 /// One such compile and run (`suspicious_fails`: suspicious outputs count as failing).
 EagerNodesRun run_with_eager_nodes(RunState& s, const std::vector<NodeId>& eager, bool suspicious_fails, const std::string& what);
+/// Every output of a whole-graph compile (`outputs`, by s.whole.outputs) judged with the run's rule, into `a`'s failing and
+/// worst output (run_with_eager_nodes's judging; the compiler search's too).
+void judge_whole_outputs(const RunState& s, const std::vector<c10::IValue>& outputs, bool suspicious_fails, EagerNodesRun& a);
 
 /// The hint experiments (engine/hints/) on a window, fed the kept fp64 values rounded to their dtypes.
 /// A compiler failure here costs the hints, never the report. Needs `state.keep`'s values.

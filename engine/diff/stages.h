@@ -56,6 +56,7 @@ void name_node_culprit(RunState& s);
 void write_culprit_repro(RunState& s);
 void explain_culprit(RunState& s);
 void find_workaround(RunState& s);
+void search_compiler(RunState& s);
 void rank_nodes(RunState& s);
 
 /// "[2, 3]": a tensor's sizes as reports show a shape (the stages' one helper).

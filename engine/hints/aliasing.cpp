@@ -43,11 +43,11 @@ std::optional<Hint> aliasing_hint(const HintContext& ctx) {
   if (roots.empty()) return std::nullopt;
   Hint h;
   h.kind = "aliasing";
-  bool read_between = false, through_view = false, scatter = false;
+  bool read_between = false, through_view = false, scatter = false, read_before = false;
   std::vector<std::string> stories;
   for (ValueId r : roots) {
     const std::string name = storage_name(ctx.program, r);
-    std::vector<std::string> events, writers, readers_between;
+    std::vector<std::string> events, writers, readers_between, readers_before;
     bool written = false;
     for (NodeId id : ctx.window.nodes) {
       const Node& n = g.node(id);
@@ -73,26 +73,48 @@ std::optional<Hint> aliasing_hint(const HintContext& ctx) {
         readers_between.push_back(n.name);
         events.push_back(fmt::format("{} ({}) reads it after that write", n.name, op));
       }
+      // A read before the window's first write of it (a write after a read), by an op that makes a new value from it.
+      if (reads && !writes && !written && !(n.output_values().size() == 1 && m.root[static_cast<size_t>(n.output_values().front())] == r))
+        if (auto w = m.first_write_after(r, id);
+            w && std::find(ctx.window.nodes.begin(), ctx.window.nodes.end(), *w) != ctx.window.nodes.end()) {
+          readers_before.push_back(n.name);
+          events.push_back(fmt::format("{} ({}) reads it before {} ({}) writes into it", n.name, op, g.node(*w).name,
+                                       short_target(g.node(*w).target)));
+        }
     }
     const bool fed = std::any_of(ctx.window.inputs.begin(), ctx.window.inputs.end(), [&](ValueId v) { return m.root[static_cast<size_t>(v)] == r; });
     read_between = read_between || !readers_between.empty();
+    read_before = read_before || !readers_before.empty();
     h.notes.push_back(fmt::format("{}: {}{}", name, fmt::join(events, "; "),
                                   fed ? "; the window was given it, so the compiled window writes its result back into it" : ""));
-    stories.push_back(fmt::format("{} write{} into {}{}", fmt::join(writers, " and "), writers.size() == 1 ? "s" : "", name,
+    stories.push_back(fmt::format("{} write{} into {}{}{}", fmt::join(writers, " and "), writers.size() == 1 ? "s" : "", name,
                                   readers_between.empty() ? "" : fmt::format(", which {} read{} after the write", fmt::join(readers_between, ", "),
-                                                                             readers_between.size() == 1 ? "s" : "")));
+                                                                             readers_between.size() == 1 ? "s" : ""),
+                                  readers_before.empty() ? "" : fmt::format(", which {} read{} before", fmt::join(readers_before, ", "),
+                                                                            readers_before.size() == 1 ? "s" : "")));
   }
   h.evidence = {{"storages_written", static_cast<double>(roots.size())}};
-  h.finding = read_between ? "read_after_write" : through_view ? "write_through_view" : scatter ? "scatter_written_back" : "write_back";
-  const char* why = read_between ? "the compiled window must read each value before or after the write exactly as the program does: "
-                                   "Inductor functionalizes the writes and may reinplace a scatter or fuse a read of the storage into "
-                                   "the kernel that writes it"
-                    : through_view ? "the compiled window must write through the view into the whole storage: functionalization turns "
-                                     "the write into a scatter of the view into its base (slice_scatter, as_strided_scatter)"
-                    : scatter ? "Inductor turns the functional scatter back into a write in place (reinplace_inplaceable_ops) when it "
-                                "judges it safe, and writes the input back"
-                              : "the compiled window computes the new value and copies it back into the storage it was given";
+  h.finding = read_between ? "read_after_write" : read_before ? "write_after_read" : through_view ? "write_through_view" : scatter ? "scatter_written_back" : "write_back";
+  const char* why =
+      read_between ? "the compiled window must read each value before or after the write exactly as the program does: "
+                     "Inductor functionalizes the writes and may reinplace a scatter or fuse a read of the storage into "
+                     "the kernel that writes it"
+      : read_before ? "a value made from the storage before the write must keep what it read: Inductor may put that value "
+                      "into the storage itself (a scatter reinplaced into its input, a copy of an input replaced by the "
+                      "input), and the later write then clobbers it"
+      : through_view ? "the compiled window must write through the view into the whole storage: functionalization turns "
+                       "the write into a scatter of the view into its base (slice_scatter, as_strided_scatter)"
+      : scatter ? "Inductor turns the functional scatter back into a write in place (reinplace_inplaceable_ops) when it "
+                  "judges it safe, and writes the input back"
+                : "the compiled window computes the new value and copies it back into the storage it was given";
   h.summary = fmt::format("the window writes in place: {}; {}", fmt::join(stories, "; "), why);
+  if (read_before && !read_between) {
+    h.suggestion = "the compiler_bisect culprit (when the whole graph is searched) names the pass that put the value into the "
+                   "storage; in your program, give the earlier op a copy (torch.slice_scatter(x.clone(), ...)) or make the later "
+                   "write out of place (x = torch.zeros_like(x) instead of x.zero_()) so that nothing reads a storage before "
+                   "it is written";
+    return h;
+  }
   h.suggestion = "see the compiler_lever hint for the levers compiled on this window (max_fusion_size=1 keeps a read and a write "
                  "of one storage out of one kernel; inplace_buffers=False stops Inductor reusing a buffer in place); in your "
                  "program, the write out of place (x = x.index_put(...) instead of x.index_put_(...)) or behind "

@@ -16,7 +16,7 @@ const std::vector<HintExperiment>& hint_experiments() {
         "not_explained_by_promotion"},
        dtype_promotion_hint},  // dtype_promotion.cpp
       {"reduction_order", {"below_envelope", "inside_envelope", "outside_envelope"}, reduction_order_hint},  // reduction_order.cpp
-      {"aliasing", {"read_after_write", "write_through_view", "scatter_written_back", "write_back"}, aliasing_hint},  // aliasing.cpp
+      {"aliasing", {"write_after_read", "read_after_write", "write_through_view", "scatter_written_back", "write_back"}, aliasing_hint},  // aliasing.cpp
       {"compiler_lever", {"lever_removes_divergence", "lever_does_not_remove_divergence"}, compiler_lever_hint},  // compiler_levers.cpp
   };
   return table;

@@ -86,6 +86,9 @@ class CompiledOracle final : public RegionOracle {
   ProbeAnswer window(size_t begin, size_t end) override {
     std::vector<NodeId> nodes = window_nodes(begin, end);
     std::vector<ValueId> judged = g_.node(cone_[end - 1]).output_values();
+    if (storage_)  // a value read before a write of the window: judged too (a write after a read)
+      for (ValueId v : read_before_written(g_, *storage_, nodes))
+        if (std::find(judged.begin(), judged.end(), v) == judged.end()) judged.push_back(v);
     RegionSpec region = RegionSpec::fused(g_, nodes, judged);
     add_written_inputs(region);  // an input the window writes in place: judged as the window leaves it
     return ask({'w', begin, end}, region, refs_.region_inputs(region), [&](const std::vector<c10::IValue>& inputs) {

@@ -32,7 +32,13 @@ std::vector<NodeId> failing_cone(const Graph& graph, const std::vector<ValueId>&
   while (!todo.empty()) {
     const NodeId id = todo.back();
     todo.pop_back();
-    for (ValueId v : graph.node(id).input_values()) add(graph.value(v).producer);
+    for (ValueId v : graph.node(id).input_values()) {
+      add(graph.value(v).producer);
+      // A write after the read: the first later write into a storage this node reads. No data edge leads from it
+      // to the failing values, yet a compiler that puts this node's result into that storage (a scatter
+      // reinplaced into its input, a copy of the input replaced by the input) has the later write clobber it.
+      if (auto w = storage->first_write_after(storage->root[static_cast<size_t>(v)], id)) add(*w);
+    }
     for (NodeId before : storage->after[static_cast<size_t>(id)]) add(before);
   }
   std::vector<NodeId> cone;

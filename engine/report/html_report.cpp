@@ -318,6 +318,24 @@ std::string culprit_section(const Localization& l, const std::string& reproduce)
   return s + "</section>\n";
 }
 
+std::string compiler_search_section(const CompilerSearch& c) {
+  std::string s = "<section id=\"compiler-search\"><h2>Compiler search: the decision that makes the whole graph diverge</h2>\n";
+  s += fmt::format("<p class=\"lead\"><span class=\"badge {}\">{}</span> {}</p>\n", c.verified ? "pass" : "kind",
+                   esc(compiler_search_conclusion_name(c.conclusion)), esc(c.summary));
+  s += fmt::format("<p class=\"muted\">Why: {} ({} compiles, {:.2f} s)</p>\n", esc(c.why), c.compiles, c.seconds);
+  if (c.decision && !c.decision->nodes.empty()) {
+    s += "<div class=\"table-scroll\"><table><thead><tr><th>node</th><th>op</th><th>source</th><th>module</th></tr></thead><tbody>\n";
+    for (size_t i = 0; i < c.decision->nodes.size(); ++i)
+      s += fmt::format("<tr><td>{}</td><td class=\"mono\">{}</td><td class=\"mono brk\">{}</td><td class=\"mono\">{}</td></tr>\n",
+                       node_link(c.decision->nodes[i]), esc(i < c.ops.size() ? c.ops[i] : ""), esc(i < c.sources.size() ? c.sources[i] : ""),
+                       esc(i < c.module_paths.size() ? c.module_paths[i] : ""));
+    s += "</tbody></table></div>\n";
+  }
+  if (!c.workaround.empty())
+    s += fmt::format("<p class=\"muted\">In your program:</p><pre class=\"cmd\"><code>{}</code></pre>\n", esc(c.workaround));
+  return s + "</section>\n";
+}
+
 std::string workaround_section(const Workaround& w) {
   std::string s = "<section id=\"workaround\"><h2>Workaround: the smallest eager set</h2>\n";
   s += fmt::format("<p class=\"lead\"><span class=\"badge {}\">{}</span> {}</p>\n", w.verified ? "pass" : "kind",
@@ -816,6 +834,7 @@ std::string to_html(const DiffResult& r, const HtmlOptions& o) {
     h += hints_section(*r.localization);
   }
   if (r.workaround && r.workaround->conclusion != Workaround::Conclusion::NotNeeded) h += workaround_section(*r.workaround);
+  if (r.compiler_search) h += compiler_search_section(*r.compiler_search);
   h += profile_section(r, culprit);
   if (r.localization) {
     if (o.program) h += dag_section(r, *o.program);

@@ -354,10 +354,10 @@ Object<Culprit> describe(Tag<Culprit>) {
           join({F::computed(
                     "kind", [](const Culprit& c) { return std::string(culprit_kind_name(c.kind)); },
                     names_of(culprit_kind_name, {Culprit::Kind::SingleOp, Culprit::Kind::Window, Culprit::Kind::Flaky,
-                                                 Culprit::Kind::Inconclusive})),
+                                                 Culprit::Kind::Inconclusive, Culprit::Kind::CompilerDecision})),
                 F::computed(
                     "conclusion", [](const Culprit& c) { return std::string(culprit_conclusion_name(c.conclusion)); },
-                    names_upto(culprit_conclusion_name, C::RandomStream),
+                    names_upto(culprit_conclusion_name, C::CompilerDecision),
                     "how the search ended, a stable code: named (a single_op or window culprit), or why none "
                     "was named"),
                 F::of("summary", &Culprit::summary), F::of("nodes", &Culprit::nodes), F::of("ops", &Culprit::ops),
@@ -427,6 +427,54 @@ Object<Localization> describe(Tag<Localization>) {
            F::of("probes", &Localization::probes), F::of("repro", &Localization::repro),
            F::of("hints", &Localization::hints,
                  "why the culprit diverges: each from an experiment (docs/usage.md, 'Hints')")});
+}
+
+Object<CompilerDecision> describe(Tag<CompilerDecision>) {
+  using F = Fields<CompilerDecision>;
+  return Object<CompilerDecision>(
+      "", {F::of("subsystem", &CompilerDecision::subsystem,
+                 one_of({"post_grad_passes", "fusions", "lowerings", "joint_graph_passes", "pre_grad_passes"})),
+           F::of("index", &CompilerDecision::index, "its place among the subsystem's decisions in the compile (0-based)"),
+           F::of("what", &CompilerDecision::what, "\"pass NAME\", \"fusion of [nodes] with [nodes]\", \"lowering of OP\""),
+           F::of("nodes", &CompilerDecision::nodes, "the exported nodes it touched (none for a pass)")});
+}
+
+Object<DecisionFilter> describe(Tag<DecisionFilter>) {
+  using F = Fields<DecisionFilter>;
+  return Object<DecisionFilter>(
+      "", {F::of("subsystem", &DecisionFilter::subsystem, "whose decisions were off; empty: none (decisions recorded only)"),
+           F::of("limit", &DecisionFilter::limit, "from this index on, off; -1: no limit"),
+           F::of("skip", &DecisionFilter::skip, "these indexes off")});
+}
+
+Object<CompilerSearchStep> describe(Tag<CompilerSearchStep>) {
+  using F = Fields<CompilerSearchStep>;
+  return Object<CompilerSearchStep>(
+      "", {F::of("off", &CompilerSearchStep::off), F::of("passes", &CompilerSearchStep::passes),
+           F::of("detail", &CompilerSearchStep::detail),
+           F::of("decisions", &CompilerSearchStep::decisions, "decisions of that subsystem the compile took"),
+           F::of("seconds", &CompilerSearchStep::seconds, finite_type())});
+}
+
+Object<CompilerSearch> describe(Tag<CompilerSearch>) {
+  using F = Fields<CompilerSearch>;
+  using C = CompilerSearch::Conclusion;
+  return Object<CompilerSearch>(
+      "", {F::computed(
+               "conclusion", [](const CompilerSearch& c) { return std::string(compiler_search_conclusion_name(c.conclusion)); },
+               names_of(compiler_search_conclusion_name,
+                        {C::Found, C::NotReproduced, C::NoSubsystem, C::BudgetExhausted, C::CompilerLost, C::Unavailable}),
+               "how the search ended, a stable code"),
+           F::of("why", &CompilerSearch::why, "what started it"), F::of("summary", &CompilerSearch::summary),
+           F::of("decision", &CompilerSearch::decision, "the culprit decision; null unless found"),
+           F::of("ops", &CompilerSearch::ops), F::of("sources", &CompilerSearch::sources),
+           F::of("module_paths", &CompilerSearch::module_paths),
+           F::of("verified", &CompilerSearch::verified, "one compile with only this decision off passed the rule"),
+           F::of("verification", &CompilerSearch::verification),
+           F::of("workaround", &CompilerSearch::workaround, "a Python line a user adds today, with what one compile with it showed"),
+           F::of("workaround_verified", &CompilerSearch::workaround_verified),
+           F::of("steps", &CompilerSearch::steps, "each compile of the search, in order"),
+           F::of("compiles", &CompilerSearch::compiles), F::of("seconds", &CompilerSearch::seconds, finite_type())});
 }
 
 Object<EagerNode> describe(Tag<EagerNode>) {
@@ -664,6 +712,9 @@ Object<DiffResult> describe(Tag<DiffResult>) {
              "culprit (docs/usage.md, 'Localization'; docs/verdicts.md, 'Node evidence')"),
        F::of("workaround", &DiffResult::workaround,
              "null unless --workaround asked for the smallest eager set (docs/workaround.md)"),
+       F::of("compiler_search", &DiffResult::compiler_search,
+             "null unless the compiler's decisions were searched: only the whole graph compiled together diverges, or "
+             "--search-compiler (docs/compiler-search.md)"),
        F::of("outputs", &DiffResult::outputs),
        F::computed(
            "ranking",

@@ -137,11 +137,11 @@ Object<SweepCulprit> describe(Tag<SweepCulprit>) {
       "", {F::computed(
                "kind", [culprit](const SweepCulprit& c) { return std::string(culprit_kind_name(culprit(c).kind)); },
                names_of(culprit_kind_name, {Culprit::Kind::SingleOp, Culprit::Kind::Window, Culprit::Kind::Flaky,
-                                            Culprit::Kind::Inconclusive})),
+                                            Culprit::Kind::Inconclusive, Culprit::Kind::CompilerDecision})),
            F::computed(
                "conclusion",
                [culprit](const SweepCulprit& c) { return std::string(culprit_conclusion_name(culprit(c).conclusion)); },
-               names_upto(culprit_conclusion_name, C::RandomStream)),
+               names_upto(culprit_conclusion_name, C::CompilerDecision)),
            F::of("nodes", culprit, &Culprit::nodes), F::of("ops", culprit, &Culprit::ops),
            F::of("summary", culprit, &Culprit::summary),
            F::computed("compiles", [](const SweepCulprit& c) { return c.localization.compiles; })});

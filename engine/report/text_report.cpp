@@ -220,6 +220,27 @@ void workaround_block(std::string& out, const Workaround& w) {
   line(out, "");
 }
 
+/// The compiler search: the decision that makes the whole graph diverge, each compile that found it, the lever.
+void compiler_search_block(std::string& out, const CompilerSearch& c) {
+  line(out, fmt::format("compiler search ({} compiles, {:.2f} s; {}):", c.compiles, c.seconds, c.why));
+  line(out, fmt::format("  {}: {}", compiler_search_conclusion_name(c.conclusion), c.summary));
+  if (c.decision)
+    for (size_t i = 0; i < c.decision->nodes.size(); ++i)
+      line(out, fmt::format("    {:<14} {:<32} {}{}", c.decision->nodes[i], i < c.ops.size() ? c.ops[i] : "",
+                            i < c.sources.size() ? c.sources[i] : "",
+                            i < c.module_paths.size() && !c.module_paths[i].empty() ? "  [" + c.module_paths[i] + "]" : ""));
+  if (!c.workaround.empty()) line(out, "  in your program: " + c.workaround);
+  line(out, "  compiles:");
+  for (const CompilerSearchStep& st : c.steps) {
+    std::string off = st.off.subsystem.empty() ? "none off (decisions recorded)"
+                      : !st.off.skip.empty()   ? fmt::format("{} #{} alone off", st.off.subsystem, fmt::join(st.off.skip, ", #"))
+                      : st.off.limit == 0      ? fmt::format("{}: all {} off", st.off.subsystem, st.decisions)
+                                               : fmt::format("{}: first {} of {} kept", st.off.subsystem, st.off.limit, st.decisions);
+    line(out, fmt::format("    {:<48} {:<6} {:.2f} s  {}", off, st.passes ? "pass" : "FAIL", st.seconds, st.detail));
+  }
+  line(out, "");
+}
+
 /// The nodes where the compiler adds the most error, at each value's scale, worst first.
 void ranking_block(std::string& out, const DiffResult& r) {
   if (r.ranking.empty()) {
@@ -352,6 +373,7 @@ std::string to_text(const DiffResult& r) {
   kernels_block(out, r);
   if (r.localization) localization_block(out, *r.localization);
   if (r.workaround) workaround_block(out, *r.workaround);
+  if (r.compiler_search) compiler_search_block(out, *r.compiler_search);
   ranking_block(out, r);
   per_node_block(out, r);
   notes_block(out, r);

@@ -230,6 +230,8 @@ class WorkerRegion final : public CompiledRegion {
   }
   KernelMap kernel_map() const override { return map_; }
   std::optional<ShapeCompile> shapes() const override { return shapes_; }
+  std::optional<std::vector<CompilerDecision>> decisions() const override { return decisions_; }
+  std::optional<std::vector<CompilerDecision>> decisions_;  ///< the compile reply's `decisions`, when asked
 
  private:
   WorkerBackend& backend_;
@@ -238,6 +240,24 @@ class WorkerRegion final : public CompiledRegion {
   KernelMap map_;
   std::optional<ShapeCompile> shapes_;
 };
+
+/// A compile reply's `decisions` (docs/worker-protocol.md), nullopt when absent or not a list.
+std::optional<std::vector<CompilerDecision>> read_decisions(const json& reply) {
+  if (!reply.contains("decisions") || !reply["decisions"].is_array()) return std::nullopt;
+  std::vector<CompilerDecision> out;
+  for (const json& d : reply["decisions"]) {
+    if (!d.is_object()) continue;
+    CompilerDecision c;
+    c.subsystem = d.value("subsystem", std::string());
+    c.index = d.value("index", size_t{0});
+    c.what = d.value("what", std::string());
+    if (d.contains("nodes") && d["nodes"].is_array())
+      for (const json& n : d["nodes"])
+        if (n.is_string()) c.nodes.push_back(n.get<std::string>());
+    out.push_back(std::move(c));
+  }
+  return out;
+}
 
 /// A compile reply's `shapes` (docs/worker-protocol.md), nullopt when absent or not an object.
 std::optional<ShapeCompile> read_shapes(const json& reply) {
@@ -554,6 +574,10 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile_with(const RegionSpec& re
               {"dynamic", !settings.static_shapes},
               {"example_inputs", impl_->write_values(region, example_inputs, id + "-example")}};
   if (region.observe) req["observe"] = true;
+  if (settings.decisions) {
+    const DecisionFilter& f = *settings.decisions;
+    req["decisions"] = {{"subsystem", f.subsystem}, {"limit", f.limit}, {"skip", f.skip}};
+  }
   if (!region.eager.empty()) {
     json eager = json::array();
     for (NodeId n : region.eager) eager.push_back(g.node(n).name);
@@ -578,7 +602,9 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile_with(const RegionSpec& re
                                                          "docs/worker-protocol.md)", impl_->label)
                                            : fmt::format("the {} cannot give it: {}", impl_->label, map_status);
   }
-  return std::make_unique<WorkerRegion>(*this, id, region, map_status, read_shapes(reply));
+  auto compiled = std::make_unique<WorkerRegion>(*this, id, region, map_status, read_shapes(reply));
+  compiled->decisions_ = read_decisions(reply);
+  return compiled;
 }
 
 double WorkerBackend::startup_seconds() const { return impl_->startup_seconds; }

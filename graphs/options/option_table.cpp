@@ -194,6 +194,17 @@ std::vector<OptionSpec> make_table() {
   t.push_back(field({"--workaround-max-compiles", "workaround_max_compiles", kDiffCommand, K::Count,
                      "the eager set search stops past this many compiles", {}, 1, 10000},
                     [](DiffOptions& o) -> size_t& { return o.workaround.max_compiles; }, "7"));
+  t.push_back(field({"--search-compiler", "search_compiler", kDiffCommand, K::Switch,
+                     "when an output fails: search Inductor's own decisions (passes, fusions, lowerings) on the whole graph for the "
+                     "one that makes it diverge, even when localization named an op (docs/compiler-search.md); without it the "
+                     "search runs only when localization names none because only the whole compile diverges"},
+                    [](DiffOptions& o) -> bool& { return o.compiler_search.always; }, ""));
+  t.push_back(field({"--no-search-compiler", "compiler_search", kDiffCommand, K::NegatedSwitch,
+                     "never search the compiler's decisions, even when only the whole compile diverges"},
+                    [](DiffOptions& o) -> bool& { return o.compiler_search.enabled; }, ""));
+  t.push_back(field({"--search-compiler-max-compiles", "search_compiler_max_compiles", kDiffCommand, K::Count,
+                     "the compiler search stops past this many compiles", {}, 1, 10000},
+                    [](DiffOptions& o) -> size_t& { return o.compiler_search.max_compiles; }, "12"));
   t.push_back(field({"--max-memory", "max_memory", kAllAndInspect, K::Size,
                      "refuse a run whose values would need more memory than this, estimated from the graph's shapes before anything "
                      "is allocated: 16G, 512M, none (default: the memory available when it starts)"},

@@ -1,5 +1,6 @@
 // graphs/search/localizer.cpp — runs the phases in order over an oracle and turns what they found
 // into a Culprit. Nothing here compiles or prints: the oracle compiles, the caller reports.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
@@ -15,6 +16,7 @@ const char* culprit_kind_name(Culprit::Kind kind) {
     case Culprit::Kind::Window: return "window";
     case Culprit::Kind::Flaky: return "flaky";
     case Culprit::Kind::Inconclusive: return "inconclusive";
+    case Culprit::Kind::CompilerDecision: return "compiler_decision";
   }
   return "inconclusive";
 }
@@ -29,6 +31,7 @@ const char* culprit_conclusion_name(Culprit::Conclusion conclusion) {
     case Culprit::Conclusion::AccumulatedUpstream: return "accumulated_upstream";
     case Culprit::Conclusion::CompilerLost: return "compiler_lost";
     case Culprit::Conclusion::RandomStream: return "random_stream";
+    case Culprit::Conclusion::CompilerDecision: return "compiler_decision";
   }
   return "no_prefix_diverges";
 }
@@ -111,12 +114,16 @@ Localization localize_phases(SearchState& state, const std::vector<size_t>& susp
     c.summary = wording::culprit_summary(c, options.max_compiles);
     return finish();
   }
-  // Phase 2 ends at the node that defines the value which failed first (usually c_k itself).
+  // Phase 2 ends at the node that defines the value which failed first (usually c_k itself), unless the prefix
+  // ending there passed: then c_k is what makes that value fail (a write after its read), and the window keeps it.
   size_t end = k;
   for (auto it = result.probes.rbegin(); it != result.probes.rend(); ++it)
     if (it->phase == Phase::FirstFailingEnd && it->end == k && it->fails) {
       const size_t pos = oracle.position_of(it->value);
-      if (pos < k) end = pos + 1;
+      const bool passed_there = std::any_of(result.probes.begin(), result.probes.end(), [&](const Probe& p) {
+        return p.phase == Phase::FirstFailingEnd && p.begin == 0 && p.end == pos + 1 && !p.fails;
+      });
+      if (pos < k && !passed_there) end = pos + 1;
       break;
     }
   const size_t j = latest_start(state, end);

@@ -61,6 +61,9 @@ struct Culprit {
     Window,        ///< ops that diverge only together (fusion keeping precision, accumulated rounding)
     Flaky,         ///< a boundary probe gave different answers when re-run: no culprit named
     Inconclusive,  ///< the compile budget ran out, or no prefix of the cone diverges when compiled alone
+    /// No op diverges compiled alone or in a window; a decision of the compiler on the whole graph does (a pass, a
+    /// fusion, a lowering): DiffResult::compiler_search names it, `nodes` are the ones it joined (compiler_search.h)
+    CompilerDecision,
   };
   Kind kind = Kind::Inconclusive;
   /// Whether the search named the op or ops that diverge (a single op or a window), rather than none.
@@ -76,6 +79,7 @@ struct Culprit {
     AccumulatedUpstream,   ///< "accumulated_upstream": no window ending where divergence shows fails on fp64-exact inputs
     CompilerLost,          ///< "compiler_lost": the compiler hung or died during the search
     RandomStream,          ///< "random_stream": divergence first shows at a random op (streams differ)
+    CompilerDecision,      ///< "compiler_decision": the compiler search named the decision (kind CompilerDecision)
   } conclusion = Conclusion::NoPrefixDiverges;
   std::vector<std::string> nodes;  ///< the culprit op, or the window's nodes in order
   std::vector<std::string> ops;    ///< their targets ("aten.mm.default")
@@ -86,7 +90,7 @@ struct Culprit {
   Metrics compiled_to_fp64, eager_to_fp64;
   std::string summary;             ///< one sentence for humans
 };
-const char* culprit_kind_name(Culprit::Kind kind);  ///< "single_op", "window", "flaky", "inconclusive"
+const char* culprit_kind_name(Culprit::Kind kind);  ///< "single_op", "window", "flaky", "inconclusive", "compiler_decision"
 const char* culprit_conclusion_name(Culprit::Conclusion conclusion);  ///< "named", "flaky_boundary", ...
 
 /// One file the compiler wrote for the culprit window (Repro::artifacts).

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pt2diff/localize.h"
+#include "pt2diff/compiler_search.h"
 #include "pt2diff/workaround.h"
 #include "pt2diff/verdict.h"
 
@@ -56,6 +57,9 @@ struct BackendOptions {
   /// dynamic; false: those dims compile symbolic, as torch.compile compiles dims marked dynamic and AOTInductor
   /// compiles an export's (docs/dynamic-shapes.md).
   bool static_shapes = false;
+  /// Record the compiler's decisions in each compile and turn those the filter names off (compiler_search.h); a
+  /// compile with it does not use the compiler's caches, which would skip the decisions. nullopt: plain compiles.
+  std::optional<DecisionFilter> decisions;
   /// Bytes each worker process (and the compilers it starts) may allocate: its RLIMIT_DATA, so that an
   /// oversized case fails as FailureKind::OutOfMemory instead of waking the kernel's OOM killer. 0: no
   /// limit. diff() sets it from DiffOptions::max_memory: the bytes it names; for 0, the memory available
@@ -86,6 +90,8 @@ struct DiffOptions {
   std::string repro_dir;
   /// When an output fails: the smallest set of nodes to leave eager, and the lines that do it (workaround.h).
   WorkaroundOptions workaround;
+  /// When only the whole compile diverges: search the compiler's decisions (compiler_search.h).
+  CompilerSearchOptions compiler_search;
   /// The rule, with its suspicious ratio (ToleranceRule::suspicious_ratio: --suspicious-ratio).
   ToleranceRule rule;
   /// Suspicious outputs count as failing (--fail-on-suspicious): exit code 1, testing.h assertions fail.

@@ -18,6 +18,7 @@
 #include "pt2diff/graph.h"
 #include "pt2diff/kernels.h"
 #include "pt2diff/localize.h"
+#include "pt2diff/compiler_search.h"
 #include "pt2diff/workaround.h"
 #include "pt2diff/verdict.h"
 
@@ -220,6 +221,8 @@ struct DiffResult {
   std::optional<Localization> localization;
   /// The smallest eager set and the lines that leave it eager, when DiffOptions::workaround asked for it.
   std::optional<Workaround> workaround;
+  /// The compiler's decision that makes the whole graph diverge (compiler_search.h), when the search ran.
+  std::optional<CompilerSearch> compiler_search;
   /// Every node's compiled local error judged against eager's (the exploded compile's evidence).
   NodeVerdict node_verdict;
   std::vector<std::string> fixups;    ///< fp64 fix-ups applied ("aten.to.dtype: dtype bfloat16 -> float64")

@@ -14,7 +14,7 @@ import traceback
 
 import torch
 
-from . import artifacts, distinct_ops, kernel_map, regions, shapes, training, unit_test
+from . import artifacts, decisions, distinct_ops, kernel_map, regions, shapes, training, unit_test
 from .archive import Archive
 from .protocol import PROTOCOL, Failure, describe, failure_kind
 
@@ -135,59 +135,64 @@ class Worker:
         written = regions.written_inputs(gm)
         example = self.region_inputs(req["example_inputs"], input_names, written)
         config = {k: config_value(v) for k, v in req.get("config", {}).items()}
+        asked = req.get("decisions")  # Inductor's decisions recorded, some turned off (decisions.py)
+        if asked is not None:
+            config["force_disable_caches"] = True  # a cache hit would skip the passes, lowerings and fusions counted
         from torch._inductor import config as inductor_config
         try:
             patch = inductor_config.patch(config)
         except Exception as e:  # noqa: BLE001
             raise Failure("bad_request", f"Inductor config {config}: {e}")
+        decided = decisions.limited(asked) if asked is not None else contextlib.nullcontext()
         try:
-            # The same entry point as a user's torch.compile (Dynamo, AOTAutograd, Inductor), so the
-            # numbers are those the user sees. It compiles on the first call: that call is the compile.
-            # Inference (no_grad): the forward a deployed model runs. Under autograd Inductor compiles a
-            # training graph whose partitioner may keep low-precision activations for backward, and
-            # that changes the forward's rounding.
-            settings = req.get("settings", {})
-            aoti = self.compiler == "aoti"
-            if aoti and eager:
-                raise Failure("compile_failed", "AOTInductor compiles a region whole: it cannot leave nodes eager "
-                                                "(torch.compiler.disable has no AOTInductor counterpart)")
-            step = not aoti and training.is_whole_step(self.program, req["outputs"], bool(req.get("exploded")), eager)
-            why_not = kernel_map_blocker(req, config, aoti, eager)
-            # A training step's backward kernels are named by the archive's backward nodes (kernel_map.BackwardNames).
-            backward = kernel_map.BackwardNames(self.program) if step and not why_not else None
-            observe = kernel_map.patch(req["nodes"], backward) if not why_not else contextlib.nullcontext()
-            payloads = None
-            # Dynamic shapes: the dims the archive exported dynamic are compiled symbolic, as torch.compile compiles
-            # them once marked (shapes.py), unless the request says "dynamic": false (--static).
-            dims = [] if step else shapes.dynamic_dims(self.by_name, input_names, self.program.range_constraints)
-            dynamic = bool(dims) and bool(req.get("dynamic", True))
-            recorder = shapes.Recorder()
-            specialized = ""
-            if dynamic and not aoti:
-                shapes.mark(example, dims)
-            if aoti:
-                with patch, observe, torch.no_grad(), torch_settings(settings):
-                    compiled, payloads = self.compile_aoti(req["region"], gm, example, observed=not why_not,
-                                                           dims=dims if dynamic else [])
-            elif step:
-                # A whole training step: its forward through torch.compile, the gradients by autograd through it
-                # (AOTAutograd's partition and Inductor's backward: training.py). The first call compiles both.
-                compiled = training.compile_step(self.archive, req["nodes"], input_names, req["outputs"])
-                with patch, observe, torch_settings(settings):
-                    compiled(*example)
-            elif not dynamic and (p := self.distinct_plan(req, gm, example, eager, observed=not why_not)) is not None:
-                # A model's repeated layers: each distinct op compiled once, run once per occurrence.
-                def compile_fn(module):
-                    return torch.compile(module, backend="inductor", fullgraph=True, dynamic=False)
+            with decided as seen:
+                # The same entry point as a user's torch.compile (Dynamo, AOTAutograd, Inductor), so the
+                # numbers are those the user sees. It compiles on the first call: that call is the compile.
+                # Inference (no_grad): the forward a deployed model runs. Under autograd Inductor compiles a
+                # training graph whose partitioner may keep low-precision activations for backward, and
+                # that changes the forward's rounding.
+                settings = req.get("settings", {})
+                aoti = self.compiler == "aoti"
+                if aoti and eager:
+                    raise Failure("compile_failed", "AOTInductor compiles a region whole: it cannot leave nodes eager "
+                                                    "(torch.compiler.disable has no AOTInductor counterpart)")
+                step = not aoti and training.is_whole_step(self.program, req["outputs"], bool(req.get("exploded")), eager)
+                why_not = kernel_map_blocker(req, config, aoti, eager)
+                # A training step's backward kernels are named by the archive's backward nodes (kernel_map.BackwardNames).
+                backward = kernel_map.BackwardNames(self.program) if step and not why_not else None
+                observe = kernel_map.patch(req["nodes"], backward) if not why_not else contextlib.nullcontext()
+                payloads = None
+                # Dynamic shapes: the dims the archive exported dynamic are compiled symbolic, as torch.compile compiles
+                # them once marked (shapes.py), unless the request says "dynamic": false (--static).
+                dims = [] if step else shapes.dynamic_dims(self.by_name, input_names, self.program.range_constraints)
+                dynamic = bool(dims) and bool(req.get("dynamic", True))
+                recorder = shapes.Recorder()
+                specialized = ""
+                if dynamic and not aoti:
+                    shapes.mark(example, dims)
+                if aoti:
+                    with patch, observe, torch.no_grad(), torch_settings(settings):
+                        compiled, payloads = self.compile_aoti(req["region"], gm, example, observed=not why_not,
+                                                               dims=dims if dynamic else [])
+                elif step:
+                    # A whole training step: its forward through torch.compile, the gradients by autograd through it
+                    # (AOTAutograd's partition and Inductor's backward: training.py). The first call compiles both.
+                    compiled = training.compile_step(self.archive, req["nodes"], input_names, req["outputs"])
+                    with patch, observe, torch_settings(settings):
+                        compiled(*example)
+                elif not dynamic and asked is None and (p := self.distinct_plan(req, gm, example, eager, observed=not why_not)) is not None:
+                    # A model's repeated layers: each distinct op compiled once, run once per occurrence.
+                    def compile_fn(module):
+                        return torch.compile(module, backend="inductor", fullgraph=True, dynamic=False)
 
-                compiled = distinct_ops.DistinctOps(gm, p, compile_fn, lambda: inductor_config.patch(config),
-                                                    torch.device(self.device).type)
-                with observe, torch.no_grad(), torch_settings(settings):
-                    compiled.first_call(example)
-            else:
-                compiled, recorder, specialized = self.torch_compile(
-                    gm, example, eager, dims if dynamic else [], lambda: (patch, observe, torch_settings(settings)),
-                    lambda: self.region_inputs(req["example_inputs"], input_names, written))
+                    compiled = distinct_ops.DistinctOps(gm, p, compile_fn, lambda: inductor_config.patch(config),
+                                                        torch.device(self.device).type)
+                    with observe, torch.no_grad(), torch_settings(settings):
+                        compiled.first_call(example)
+                else:
+                    compiled, recorder, specialized = self.torch_compile(
+                        gm, example, eager, dims if dynamic else [], lambda: (patch, observe, torch_settings(settings)),
+                        lambda: self.region_inputs(req["example_inputs"], input_names, written))
         except Failure:
             raise
         except Exception as e:  # noqa: BLE001 - the compiler's message is the point
@@ -198,6 +203,8 @@ class Worker:
             reply["shapes"] = recorder.describe(dims, dynamic, aoti, specialized)
         if req.get("observe"):
             reply["kernel_map"] = why_not or "available"
+        if asked is not None:
+            reply["decisions"] = seen
         return reply
 
     @staticmethod

@@ -76,6 +76,9 @@ class CompiledRegion {
   /// How the compile treated the graph's dynamic dims, with the recompiles its runs so far caused
   /// (docs/dynamic-shapes.md); nullopt when the backend does not say.
   virtual std::optional<ShapeCompile> shapes() const { return std::nullopt; }
+  /// The decisions the compiler took in this compile, when BackendOptions::decisions asked (compiler_search.h);
+  /// nullopt when the backend does not record them.
+  virtual std::optional<std::vector<CompilerDecision>> decisions() const { return std::nullopt; }
 
  protected:
   double last_run_seconds_ = 0;
