@@ -73,9 +73,55 @@ std::string summary_of(const CompilerSearch& c, size_t max_compiles) {
   return "";
 }
 
+/// Localization::evidence: the kernel table, the node verdict and the compiler search against the culprit.
+void reconcile_evidence(DiffResult& r) {
+  if (!r.localization) return;
+  Localization& l = *r.localization;
+  const Culprit& c = l.culprit;
+  std::vector<std::string>& out = l.evidence;
+  auto in_culprit = [&](const std::string& node) { return std::find(c.nodes.begin(), c.nodes.end(), node) != c.nodes.end(); };
+  const KernelTable& k = r.kernels;
+  if (k.first_failing >= 0 && !k.first_failing_node.empty()) {
+    const KernelCall& call = k.kernels[static_cast<size_t>(k.first_failing)];
+    const std::string where = fmt::format("the kernel table's first failing buffer is {} in kernel {} ({})", k.first_failing_node,
+                                          call.name, fmt::join(call.nodes, ", "));
+    const bool kernel_holds_culprit =
+        std::any_of(call.nodes.begin(), call.nodes.end(), [&](const std::string& n) { return in_culprit(n); });
+    if (c.named() && in_culprit(k.first_failing_node))
+      out.push_back(where + ": the same node as the culprit (agrees)");
+    else if (c.named() && kernel_holds_culprit)
+      out.push_back(where + ": the culprit is fused into that kernel; the buffer is the kernel's result, the culprit the op "
+                            "inside it that diverges from fp64-exact inputs (agrees)");
+    else if (c.named())
+      out.push_back(where + fmt::format(": not the culprit's kernel. The culprit decides: localization compiled it from "
+                                        "fp64-exact inputs and it fails there, while a whole-graph buffer also carries the "
+                                        "error of every kernel before it"));
+    else if (c.kind == Culprit::Kind::CompilerDecision)
+      out.push_back(where + fmt::format(": where the whole compile first goes wrong. The compiler search decides the culprit: "
+                                        "no op fails compiled alone, and a compile without its decision passes{}",
+                                        kernel_holds_culprit ? "; that kernel holds the decision's nodes (agrees)" : ""));
+    else
+      out.push_back(where + ": where the whole compile first goes wrong, but no region holding that node fails compiled "
+                            "alone from fp64-exact inputs, so localization names no op: the kernel table's node is the lead "
+                            "(the compiler search, when it ran, says which decision of the compiler makes it)");
+  }
+  const NodeVerdict& nv = r.node_verdict;
+  if (nv.available && nv.level == Level::Pass && (c.named() || c.kind == Culprit::Kind::CompilerDecision))
+    out.push_back("the node verdict passes: each node compiled alone matches eager's local error; the culprit shows only "
+                  "where nodes are compiled together, which the node verdict does not test (the localization decides)");
+  if (r.compiler_search && r.compiler_search->decision && c.named())
+    out.push_back(fmt::format("the compiler search names {} as the decision that makes the whole graph diverge{}: the culprit "
+                              "is the op or window where it shows, the decision what to turn off",
+                              r.compiler_search->decision->what, r.compiler_search->verified ? " (verified)" : ""));
+}
+
 }  // namespace
 
 void search_compiler(RunState& s) {
+  struct Reconcile {
+    DiffResult& r;
+    ~Reconcile() { reconcile_evidence(r); }
+  } reconcile{s.result};
   const std::string why = reason_to_search(s);
   if (why.empty()) return;
   const auto start = std::chrono::steady_clock::now();

@@ -292,6 +292,11 @@ std::string culprit_section(const Localization& l, const std::string& reproduce)
                        i < c.module_paths.size() ? esc(c.module_paths[i]) : "");
     s += "</tbody></table></div>\n";
   }
+  if (!l.evidence.empty()) {
+    s += "<ul class=\"evidence\">\n";
+    for (const std::string& e : l.evidence) s += "<li>Evidence: " + esc(e) + "</li>\n";
+    s += "</ul>\n";
+  }
   s += "<div class=\"grid2\" style=\"margin-top:14px\"><div>\n<h3 style=\"margin-top:0\">The numbers</h3><dl class=\"kv\">";
   auto kv = [&](const std::string& k, const std::string& v) { s += fmt::format("<dt>{}</dt><dd>{}</dd>", k, v); };
   if (named) {

@@ -426,7 +426,10 @@ Object<Localization> describe(Tag<Localization>) {
            F::of("exploded_agrees", &Localization::exploded_agrees), F::of("culprit", &Localization::culprit),
            F::of("probes", &Localization::probes), F::of("repro", &Localization::repro),
            F::of("hints", &Localization::hints,
-                 "why the culprit diverges: each from an experiment (docs/usage.md, 'Hints')")});
+                 "why the culprit diverges: each from an experiment (docs/usage.md, 'Hints')"),
+           F::of("evidence", &Localization::evidence,
+                 "how the kernel table, the node verdict and the compiler search stand to the culprit: agreeing, or which "
+                 "evidence decides and why (docs/verdicts.md)")});
 }
 
 Object<CompilerDecision> describe(Tag<CompilerDecision>) {

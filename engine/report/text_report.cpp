@@ -145,6 +145,7 @@ void culprit_lines(std::string& out, const Localization& l) {
   if (!l.exploded_suspects.empty() && l.found_by == "bisection")
     line(out, fmt::format("  exploded compile flagged: {} ({})", fmt::join(l.exploded_suspects, ", "),
                           l.exploded_agrees ? "agrees with the bisection" : "the bisection found otherwise"));
+  for (const std::string& e : l.evidence) line(out, "  evidence: " + e);
 }
 
 /// Each hint: its finding, the first notes and its suggestion.

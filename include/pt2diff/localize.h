@@ -134,6 +134,10 @@ struct Localization {
   double seconds = 0;
   std::optional<Repro> repro;      ///< when asked for and a culprit was named
   std::vector<Hint> hints;         ///< why the culprit diverges (hints.h), when one was named
+  /// How the other evidence (the kernel table's first failing buffer, the node verdict, the compiler search) stands
+  /// to the culprit: where it agrees, or where it differs and which evidence decides and why. One line per source;
+  /// never a silent disagreement (docs/verdicts.md, "One culprit from all the evidence").
+  std::vector<std::string> evidence;
 };
 
 }  // namespace pt2diff
