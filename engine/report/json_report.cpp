@@ -447,7 +447,8 @@ Object<DecisionFilter> describe(Tag<DecisionFilter>) {
   return Object<DecisionFilter>(
       "", {F::of("subsystem", &DecisionFilter::subsystem, "whose decisions were off; empty: none (decisions recorded only)"),
            F::of("limit", &DecisionFilter::limit, "from this index on, off; -1: no limit"),
-           F::of("skip", &DecisionFilter::skip, "these indexes off")});
+           F::of("skip", &DecisionFilter::skip, "these indexes off"),
+           F::of("skip_what", &DecisionFilter::skip_what, "these decisions off wherever they come (by what they are)")});
 }
 
 Object<CompilerSearchStep> describe(Tag<CompilerSearchStep>) {

@@ -576,7 +576,7 @@ std::unique_ptr<CompiledRegion> WorkerBackend::compile_with(const RegionSpec& re
   if (region.observe) req["observe"] = true;
   if (settings.decisions) {
     const DecisionFilter& f = *settings.decisions;
-    req["decisions"] = {{"subsystem", f.subsystem}, {"limit", f.limit}, {"skip", f.skip}};
+    req["decisions"] = {{"subsystem", f.subsystem}, {"limit", f.limit}, {"skip", f.skip}, {"skip_what", f.skip_what}};
   }
   if (!region.eager.empty()) {
     json eager = json::array();

@@ -65,7 +65,7 @@ CompilerSearch search_compiler(const DecisionOracle& ask, size_t max_compiles, c
         out.conclusion = CompilerSearch::Conclusion::BudgetExhausted;
         return out;
       }
-      if (step({sub, 0, {}}, sub + " all off").passes) {
+      if (step({sub, 0, {}, {}}, sub + " all off").passes) {
         subsystem = sub;
         break;
       }
@@ -83,7 +83,7 @@ CompilerSearch search_compiler(const DecisionOracle& ask, size_t max_compiles, c
         return out;
       }
       const size_t mid = lo + (hi - lo) / 2;
-      DecisionRun r = step({subsystem, static_cast<long>(mid), {}}, fmt::format("{} {} of {} kept", subsystem, mid, count_of(base, subsystem)));
+      DecisionRun r = step({subsystem, static_cast<long>(mid), {}, {}}, fmt::format("{} {} of {} kept", subsystem, mid, count_of(base, subsystem)));
       if (r.passes) {
         lo = mid;
       } else {
@@ -97,7 +97,7 @@ CompilerSearch search_compiler(const DecisionOracle& ask, size_t max_compiles, c
     out.conclusion = CompilerSearch::Conclusion::Found;
     // Verified: every other decision kept, this one alone off.
     {
-      const DecisionRun v = step({subsystem, -1, {lo}}, "verifying: " + out.decision->what + " alone off");
+      const DecisionRun v = step({subsystem, -1, {lo}, {out.decision->what}}, "verifying: " + out.decision->what + " alone off");
       out.verified = v.passes;
       out.verification = v.passes ? "the whole graph compiled without it alone passes the rule"
                                   : "the whole graph compiled without it alone still fails (" + v.detail +

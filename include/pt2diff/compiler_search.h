@@ -40,11 +40,13 @@ struct CompilerDecision {
 };
 
 /// Which decisions a compile turns off (BackendOptions::decisions): of `subsystem`, every one from index `limit` on
-/// (-1: none) and those in `skip`. An empty subsystem turns none off: the compile only records its decisions.
+/// (-1: none), those in `skip`, and those whose `what` is in `skip_what` wherever they come (the scheduler asks again,
+/// under another index, about a fusion it was refused). An empty subsystem turns none off: the compile only records.
 struct DecisionFilter {
   std::string subsystem;
   long limit = -1;
   std::vector<size_t> skip;
+  std::vector<std::string> skip_what;
 };
 
 /// One question of the search: the whole graph compiled with some decisions off, every output judged.

@@ -190,6 +190,14 @@ class DiffResult(Record):
         return self.localization.culprit if self.localization is not None else None
 
     @property
+    def compiler_search(self) -> Record | None:
+        """The compiler's decision that makes the whole graph diverge (docs/compiler-search.md): ``conclusion``,
+        ``decision`` (``subsystem``, ``index``, ``what``, ``nodes``), ``verified``, ``workaround``, ``steps``; None when
+        the search did not run (it runs when only the whole compile diverges, or with ``search_compiler=True``). When
+        localization named nothing, ``culprit.kind`` is then ``"compiler_decision"``."""
+        return self.get("compiler_search")
+
+    @property
     def eager_nonfinite(self) -> str | None:
         """A training step whose eager loss or gradient is not finite (its own math, not the compiler's): the line
         naming the output, the first node whose eager value is not, and what to do (the CLI exits 2); else None."""

@@ -37,10 +37,12 @@ def _scheduler_nodes(snode):
 
 
 @contextlib.contextmanager
-def limited(request):
+def limited(request, backward=None):
     """Records every decision of the compile inside the block; turns off those `request` names: of
-    `request["subsystem"]`, each from index `request["limit"]` on (-1: none) and each index in `request["skip"]`.
-    Yields the list the decisions are appended to."""
+    `request["subsystem"]`, each from index `request["limit"]` on (-1: none), each index in `request["skip"]` and each
+    decision whose `what` is in `request["skip_what"]`. `backward` (kernel_map.BackwardNames, a training step's):
+    the backward graph's nodes are named by the archive's backward nodes, as the kernel map names them. Yields the
+    list the decisions are appended to."""
     from torch._inductor.compiler_bisector import CompilerBisector
     from torch._inductor.scheduler import FusionResult, Scheduler
     from torch._inductor.virtualized import V
@@ -48,6 +50,9 @@ def limited(request):
     target = request.get("subsystem") or ""
     limit = int(request.get("limit", -1))
     skip = {int(i) for i in request.get("skip", [])}
+    # A decision turned off by what it is, wherever it comes: the scheduler asks again, in a later round, about a
+    # fusion it was refused, under another index.
+    skip_what = set(request.get("skip_what", []))
     seen = []
     counts = {}
 
@@ -55,7 +60,7 @@ def limited(request):
         index = counts.get(subsystem, 0)
         counts[subsystem] = index + 1
         seen.append({"subsystem": subsystem, "index": index, "what": what, "nodes": nodes})
-        return subsystem == target and ((0 <= limit <= index) or index in skip)
+        return subsystem == target and ((0 <= limit <= index) or index in skip or what in skip_what)
 
     original_disable = CompilerBisector.__dict__["disable_subsystem"]
     original_speedup = Scheduler.speedup_by_fusion
@@ -72,14 +77,20 @@ def limited(request):
 
     def speedup_by_fusion(self, node1, node2):
         first, second = _scheduler_nodes(node1), _scheduler_nodes(node2)
-        if decide("fusions", f"fusion of [{', '.join(first)}] with [{', '.join(second)}]", first + second):
+        joined = first + [n for n in second if n not in first]
+        if decide("fusions", f"fusion of [{', '.join(first)}] with [{', '.join(second)}]", joined):
             return FusionResult.fuse(False)
         return original_speedup(self, node1, node2)
 
     CompilerBisector.disable_subsystem = classmethod(disable_subsystem)
     Scheduler.speedup_by_fusion = speedup_by_fusion
     try:
-        yield seen
+        if backward is not None:
+            from torch._inductor import config as inductor_config
+            with inductor_config.patch({"joint_custom_post_pass": kernel_map.joint_class()(backward, inductor_config.joint_custom_post_pass)}):
+                yield seen
+        else:
+            yield seen
     finally:
         CompilerBisector.disable_subsystem = original_disable
         Scheduler.speedup_by_fusion = original_speedup

@@ -143,7 +143,10 @@ class Worker:
             patch = inductor_config.patch(config)
         except Exception as e:  # noqa: BLE001
             raise Failure("bad_request", f"Inductor config {config}: {e}")
-        decided = decisions.limited(asked) if asked is not None else contextlib.nullcontext()
+        whole_step = asked is not None and self.compiler != "aoti" and training.is_whole_step(
+            self.program, req["outputs"], bool(req.get("exploded")), eager)
+        decided = (decisions.limited(asked, kernel_map.BackwardNames(self.program) if whole_step else None)
+                   if asked is not None else contextlib.nullcontext())
         try:
             with decided as seen:
                 # The same entry point as a user's torch.compile (Dynamo, AOTAutograd, Inductor), so the

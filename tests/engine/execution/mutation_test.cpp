@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "../../test_support.h"
+#include "engine/localize/compiled_oracle.h"
 #include "pt2diff/advanced/interpreter.h"
 #include "pt2diff/diff.h"
 #include "pt2diff/values.h"
@@ -47,6 +48,25 @@ TEST(Mutation, StorageModelFollowsViewsWritesAndReads) {
   // A write into a fresh value only its writer reads (relu_ after a linear) is its functional form: no effect.
   Program confined = load_program(fixture("in_place_confined.pt2"));
   EXPECT_FALSE(Interpreter(confined).storage_model().any());
+}
+
+TEST(Mutation, AWriteAfterAReadIsInTheConeAndTheWindowJudgesTheRead) {
+  // out = x * 2.0 reads x; x[2:].zero_() writes it later: no data edge leads from zero_ to out, yet a compiler that
+  // puts mul's result into x's storage has zero_ clobber it (pytorch#198094: a reinplaced scatter). The failing
+  // output's cone keeps the later write, and a window holding both judges mul's value.
+  Program p = load_program(fixture("mutation/view_write.pt2"));
+  const StorageModel m = Interpreter(p).storage_model();
+  const Graph& g = p.ir.graph;
+  const ValueId x = g.find("x");
+  const NodeId copy = node(g, "copy_"), mul = node(g, "mul"), zero = node(g, "zero_");
+  EXPECT_EQ(m.first_write_after(x, mul), zero);
+  EXPECT_EQ(m.first_write_after(x, copy), zero);
+  EXPECT_EQ(m.first_write_after(x, zero), std::nullopt);
+  const std::vector<NodeId> cone = failing_cone(g, {g.find("mul")}, &m);
+  EXPECT_TRUE(has(cone, zero)) << "the later write is in the cone";
+  EXPECT_TRUE(has(cone, copy)) << "the earlier write mul reads is in the cone";
+  EXPECT_EQ(read_before_written(g, m, {mul, zero}), std::vector<ValueId>{g.find("mul")});
+  EXPECT_TRUE(read_before_written(g, m, {mul}).empty()) << "no write after it in the region";
 }
 
 TEST(Mutation, WrittenInputsAndBuffersAreResultsBitExactAgainstPythonEager) {
