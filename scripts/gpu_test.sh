@@ -3,7 +3,7 @@
 #
 #   scripts/gpu_test.sh --python /path/to/python   build against that Python's torch (a CUDA wheel, 2.11-2.14)
 #                                                  as is, then run every GPU check; PT2DIFF_PYTHON works too
-#   scripts/gpu_test.sh --part N [--python ...]    only part N (1 to 10) of the checks: each part, with the
+#   scripts/gpu_test.sh --part N [--python ...]    only part N (1 to 11) of the checks: each part, with the
 #                                                  build, fits in one 10-minute command on an H200
 #   scripts/gpu_test.sh --list                     the parts and their checks
 #
@@ -17,14 +17,14 @@ while (($#)); do
   case "$1" in
     --python) export PT2DIFF_PYTHON=${2:?"--python needs the path of a Python that has a CUDA torch"}; shift ;;
     --python=*) export PT2DIFF_PYTHON=${1#--python=} ;;
-    --part) PART=${2:?"--part needs 1 to 10"}; shift ;;
+    --part) PART=${2:?"--part needs 1 to 11"}; shift ;;
     --part=*) PART=${1#--part=} ;;
     --list) LIST=1 ;;
     *) echo "gpu_test.sh: unknown argument '$1' (--python PATH, --part N, --list)" >&2; exit 2 ;;
   esac
   shift
 done
-case "$PART" in ""|[1-9]|10) ;; *) echo "gpu_test.sh: --part $PART: the parts are 1 to 10 (--list)" >&2; exit 2 ;; esac
+case "$PART" in ""|[1-9]|10|11) ;; *) echo "gpu_test.sh: --part $PART: the parts are 1 to 11 (--list)" >&2; exit 2 ;; esac
 PYTHON=${PT2DIFF_PYTHON:-$(command -v python3)}
 export PT2DIFF_PYTHON=$PYTHON
 BUILD=${PT2DIFF_BUILD_DIR:-$ROOT/build}
@@ -101,6 +101,9 @@ check 9 "recheck on CUDA: the build's torch and one with a planted lowering, the
 check 10 "the repro's PyTorch unit test on CUDA: a model exported there, planted op-level and fused-window bugs named, test_repro.py failing under the planted torch and passing under the stock one" \
   env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" PYTHONPATH="$BUILD/python" "$PYTHON" "$ROOT/tests/python/run_tests.py" \
   "$ROOT/tests/engine/upstream/test_repro_unit_tests.py"
+check 11 "real upstream bugs on CUDA: the corpus (fixtures/upstream) exported on the GPU, the write after read named and its pass found by the compiler search, every reproducing bug named" \
+  env PT2DIFF_CLI="$cli" PT2DIFF_FIXTURES="$fixtures" PT2DIFF_UPSTREAM_DEVICE=cuda PYTHONPATH="$ROOT/python" "$PYTHON" \
+  "$ROOT/tests/python/run_tests.py" "$ROOT/tests/engine/upstream/test_upstream_corpus.py"
 # AOTInductor on CUDA in three parts: its package builds (115-121 s) and instrumented AOTI compiles (102-105 s) are
 # minutes each. All of it with the build was killed at 600 s on a fresh H200 (2026-12-04), and so were the planted
 # package's two checks together: the build, that package (115 s) and check 3 (282 s) left check 4 unfinished.

@@ -38,10 +38,15 @@ std::string spec_for_repro(const std::string& compiled, const Graph& g, const st
   return spec.str();
 }
 
-/// The window's region: the culprit's nodes with the last one's outputs, and every input the window writes (returned
-/// too, as torch.export returns a mutated input).
+/// The window's region: the culprit's nodes with the last one's outputs, each value read before a later write of the
+/// window (a write after a read: the value the write clobbers), and every input the window writes (returned too, as
+/// torch.export returns a mutated input).
 RegionSpec window_region(const Graph& g, const std::vector<NodeId>& window, const ReferenceRuns& refs) {
-  RegionSpec region = RegionSpec::fused(g, window, g.node(window.back()).output_values());
+  std::vector<ValueId> judged = g.node(window.back()).output_values();
+  if (refs.storage)
+    for (ValueId v : read_before_written(g, *refs.storage, window))
+      if (std::find(judged.begin(), judged.end(), v) == judged.end()) judged.push_back(v);
+  RegionSpec region = RegionSpec::fused(g, window, judged);
   if (refs.storage)
     for (ValueId v : written_region_inputs(*refs.storage, region))
       if (std::find(region.outputs.begin(), region.outputs.end(), v) == region.outputs.end()) region.outputs.push_back(v);

@@ -85,6 +85,8 @@ TEST(FlagsRoundTrip, EveryOptionIsWrittenBackAndParsesTheSame) {
       {"--node-ratio", "6", "--node-fail-ratio", "24"},
       {"--node-ratio", "0"},
       {"--workaround", "--workaround-max-compiles", "7"},
+      {"--search-compiler", "--search-compiler-max-compiles", "12"},
+      {"--no-search-compiler"},
   };
   for (const auto& args : cases) {
     const DiffOptions first = parse(program, args);
