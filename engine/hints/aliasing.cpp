@@ -109,8 +109,8 @@ std::optional<Hint> aliasing_hint(const HintContext& ctx) {
                 : "the compiled window computes the new value and copies it back into the storage it was given";
   h.summary = fmt::format("the window writes in place: {}; {}", fmt::join(stories, "; "), why);
   if (read_before && !read_between) {
-    h.suggestion = "the compiler_bisect culprit (when the whole graph is searched) names the pass that put the value into the "
-                   "storage; in your program, give the earlier op a copy (torch.slice_scatter(x.clone(), ...)) or make the later "
+    h.suggestion = "the compiler search (--search-compiler, docs/compiler-search.md) names the pass that put the value into "
+                   "the storage; in your program, give the earlier op a copy (torch.slice_scatter(x.clone(), ...)) or make the later "
                    "write out of place (x = torch.zeros_like(x) instead of x.zero_()) so that nothing reads a storage before "
                    "it is written";
     return h;

@@ -5,6 +5,7 @@ import importlib
 import json
 import logging
 import os
+import re
 import sys
 import warnings
 
@@ -76,6 +77,13 @@ def train_cmd(a):
 
 
 def list_cmd(a):
+    ranks = sorted((d for d in os.listdir(a.dir) if re.fullmatch(r"rank_\d+", d)), key=lambda d: int(d[5:])) \
+        if os.path.isdir(a.dir) and not os.path.isfile(os.path.join(a.dir, "index.json")) else []
+    if ranks:  # a capture under a process group: one folder per rank
+        for d in ranks:
+            print(f"{d}:")
+            list_cmd(argparse.Namespace(dir=os.path.join(a.dir, d)))
+        return
     path = os.path.join(a.dir, "index.json")
     if not os.path.isfile(path):
         raise CaptureError(f"{path}: no such file: capture into {a.dir} first "
@@ -92,6 +100,23 @@ def list_cmd(a):
             print(f"{name}  {g['ops']:4d} ops  {g.get('where')}\n           {cmd}")
         else:
             print(f"{name}  {g.get('status')}  {g.get('where')}: {g.get('error') or 'never called'}")
+
+
+def ranks_cmd(a):
+    """SCRIPT on N processes of one process group, as torchrun starts them (RANK, WORLD_SIZE, MASTER_ADDR/PORT set;
+    the script calls torch.distributed.init_process_group("gloo")), one thread each: a capture backend in the script
+    writes OUT/rank_R per rank. Returns the worst exit status of the ranks."""
+    import subprocess
+    if a.nproc < 1:
+        raise CaptureError(f"--nproc {a.nproc}: at least 1 rank")
+    if not os.path.isfile(a.script):
+        raise CaptureError(f"{a.script}: no such script")
+    env = dict(os.environ, OMP_NUM_THREADS="1", TORCHINDUCTOR_COMPILE_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={a.nproc}", a.script, *a.args]
+    rc = subprocess.call(cmd, env=env)
+    if rc != 0:
+        raise CaptureError(f"{a.script} on {a.nproc} ranks exited with status {rc} (the ranks' own messages are above)")
+    return 0
 
 
 def main(argv=None):
@@ -116,6 +141,11 @@ def main(argv=None):
     ls = sub.add_parser("list", help="the graphs a capture backend wrote, with their pt2diff commands")
     ls.add_argument("dir")
     ls.set_defaults(run=list_cmd)
+    rk = sub.add_parser("ranks", help="run a script on N gloo ranks of one process group on this machine (CPU)")
+    rk.add_argument("--nproc", type=int, default=2, help="ranks (processes), default 2")
+    rk.add_argument("script", help="a Python script that calls torch.distributed.init_process_group('gloo')")
+    rk.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    rk.set_defaults(run=ranks_cmd)
     a = p.parse_args(argv)
     warnings.simplefilter("ignore")  # torch's deprecation chatter and log lines: our lines say what happened
     torch._logging.set_logs(all=logging.CRITICAL)

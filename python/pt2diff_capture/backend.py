@@ -53,6 +53,7 @@ class CaptureBackend:
         self.core_aten = core_aten
         self.quiet = quiet
         self.entries = None  # read or reset when the first graph arrives
+        self.distributed = None  # the rank's process group facts (distributed_context), read with the first graph
         self._lock = threading.Lock()
         self.__name__ = "pt2diff_capture"  # Dynamo names backends in its logs
 
@@ -139,6 +140,11 @@ class CaptureBackend:
     def _start(self):
         if self.entries is not None:
             return
+        # Under an initialized process group (torchrun, mp.spawn) each rank writes a folder of its own, OUT/rank_R:
+        # one folder for all would have the ranks overwrite each other's graphs and index.
+        self.distributed = distributed_context()
+        if self.distributed is not None:
+            self.out = os.path.join(self.out, f"rank_{self.distributed['rank']}")
         os.makedirs(self.out, exist_ok=True)
         old = _read_index(os.path.join(self.out, INDEX))
         if self.append:
@@ -159,6 +165,8 @@ class CaptureBackend:
                  "ops": None, "dynamo_ops": sum(1 for n in gm.graph.nodes if n.op.startswith("call_")),
                  "compile_id": None, "source": None, "where": None, "first_op": None, "args": [],
                  "command": None, "error": None}
+        if self.distributed is not None:
+            entry["collectives"] = collectives(gm)
         try:
             entry.update(_source(gm))
         except Exception as e:  # noqa: BLE001
@@ -202,6 +210,8 @@ class CaptureBackend:
     def _write_index(self):
         path = os.path.join(self.out, INDEX)
         doc = {"format": FORMAT, "torch": torch.__version__, "graphs": self.entries}
+        if self.distributed is not None:
+            doc["distributed"] = self.distributed
         text = re.sub(r"\{[^{}\[\]]*(\[[^{}\[\]]*\][^{}\[\]]*)?\}", _one_line_json, json.dumps(doc, indent=1))
         try:
             with open(path + ".tmp", "w") as f:
@@ -209,6 +219,54 @@ class CaptureBackend:
             os.replace(path + ".tmp", path)
         except OSError as e:
             print(f"pt2diff_capture: cannot write {path}: {one_line(e)}", file=sys.stderr)
+
+
+def distributed_context():
+    """This process's place in an initialized process group, or None (no group, or a world of one): rank, world size,
+    backend, and every group it knows by name with its global ranks in group order (the `group` argument of a
+    `_c10d_functional` collective is that name; "0" is WORLD)."""
+    try:
+        import torch.distributed as dist
+        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() <= 1:
+            return None
+        ctx = {"rank": dist.get_rank(), "world_size": dist.get_world_size(), "backend": str(dist.get_backend())}
+    except Exception:  # noqa: BLE001 - capture must never break the program
+        return None
+    groups = []
+    try:  # private: torch.distributed.distributed_c10d._world (torch 2.11-2.14); without it, WORLD only
+        from torch.distributed import distributed_c10d as c10d
+        for pg, name in c10d._world.pg_names.items():
+            ranks = c10d._world.pg_group_ranks.get(pg, {})
+            groups.append({"name": str(name), "ranks": [g for g, _ in sorted(ranks.items(), key=lambda kv: kv[1])]})
+    except Exception:  # noqa: BLE001
+        groups = [{"name": "0", "ranks": list(range(ctx["world_size"]))}]
+    ctx["groups"] = groups
+    return ctx
+
+
+def collectives(gm):
+    """The collectives a graph issues, in graph order: each `_c10d_functional` / `c10d` op call with its node name,
+    op and group (the group name for the functional ones)."""
+    out = []
+    try:
+        for n in gm.graph.nodes:
+            if n.op != "call_function":
+                continue
+            ns = getattr(n.target, "namespace", None) or getattr(getattr(n.target, "_overloadpacket", None), "_qualified_op_name", "")
+            name = str(getattr(n.target, "__name__", n.target))
+            qualified = str(n.target)
+            if not (str(ns).startswith("_c10d_functional") or "_c10d_functional" in qualified or qualified.startswith("c10d.")):
+                continue
+            # (input, [reduce_op,] [group_size,] group_name): the group is the last string, a reduction the first of two.
+            strings = [a for a in list(n.args) + list(n.kwargs.values()) if isinstance(a, str)]
+            c = {"node": n.name, "op": qualified.replace("_c10d_functional.", "").split(".")[0] or name,
+                 "group": strings[-1] if strings else None}
+            if len(strings) >= 2:
+                c["reduce"] = strings[0]
+            out.append(c)
+    except Exception:  # noqa: BLE001 - capture must never break the program
+        pass
+    return out
 
 
 def _backward_link(graph, entries, forward_id):

@@ -1,0 +1,33 @@
+"""A tensor-parallel block trained one step on every rank of a gloo process group, compiled with the capture backend
+(training=True): a column-parallel `up`, a row-parallel `down`, one all_reduce of the partial sums through
+torch.distributed._functional_collectives. Run by `python -m pt2diff_capture ranks --nproc N tp_step.py OUT`
+(tests/python/pt2diff_capture/test_capture_ranks.py); writes OUT/rank_R for each rank R."""
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+
+import pt2diff_capture
+
+dist.init_process_group("gloo")
+world = dist.get_world_size()
+torch.manual_seed(0)
+
+
+class TP(torch.nn.Module):
+    def __init__(self, d=8, h=16):
+        super().__init__()
+        self.up = torch.nn.Linear(d, h // world, bias=False)  # column-parallel: this rank's rows of the weight
+        self.down = torch.nn.Linear(h // world, d, bias=False)  # row-parallel: this rank's columns
+
+    def forward(self, x):
+        partial = self.down(torch.relu(self.up(x)))
+        return funcol.all_reduce(partial, "sum", dist.group.WORLD)
+
+
+model = TP()
+x = torch.randn(4, 8)
+compiled = torch.compile(model, backend=pt2diff_capture.capture_backend(sys.argv[1], training=True, quiet=True))
+compiled(x).pow(2).sum().backward()
+dist.destroy_process_group()
