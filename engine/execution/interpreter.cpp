@@ -578,15 +578,29 @@ void run_guarded(const Node& n, Precision precision, Body&& body) {
 /// The local run's inputs: the reference values rounded to the native dtypes, taken before the runs
 /// (an op that mutates its inputs in place would change them) and copied then (rounding to the same
 /// dtype would alias them).
-void fill_local_inputs(const Kernel& kernel, const std::vector<ValueId>& ins, const Frame& native, const Frame& fp64, Frame& scratch) {
+/// An op that reads its input's storage beyond the view it is given (as_strided and its kin: eager allows any window
+/// inside the storage) is fed the whole storage rounded, the view rebuilt on it: rounding the view alone would give a
+/// storage of the view's elements only, and the op would read past it (pytorch#197431's program failed so).
+void fill_local_inputs(const Node& n, const Kernel& kernel, const std::vector<ValueId>& ins, const Frame& native, const Frame& fp64,
+                       Frame& scratch) {
+  const bool whole_storage = n.target.find("as_strided") != std::string::npos;
   for (ValueId v : ins) {
     const c10::IValue& ref = fp64.values[static_cast<size_t>(v)];
     const c10::IValue& nat = native.values[static_cast<size_t>(v)];
-    scratch.values[static_cast<size_t>(v)] =
-        ref.isTensor() && nat.isTensor()
-            ? c10::IValue(ref.toTensor().to(nat.toTensor().device(), nat.toTensor().scalar_type(), false,
-                                            /*copy=*/kernel.mutates_inputs()))
-            : ref;
+    if (!(ref.isTensor() && nat.isTensor())) {
+      scratch.values[static_cast<size_t>(v)] = ref;
+      continue;
+    }
+    const at::Tensor& r = ref.toTensor();
+    const at::Tensor& t = nat.toTensor();
+    if (whole_storage && r.layout() == at::kStrided && r.has_storage() && r.storage().data() != nullptr &&
+        r.storage().nbytes() % r.element_size() == 0) {
+      const int64_t elements = static_cast<int64_t>(r.storage().nbytes() / r.element_size());
+      const at::Tensor flat = r.new_empty({0}).set_(r.storage(), 0, {elements}, {1}).to(t.device(), t.scalar_type(), false, true);
+      scratch.values[static_cast<size_t>(v)] = flat.as_strided(r.sizes(), r.strides(), r.storage_offset());
+      continue;
+    }
+    scratch.values[static_cast<size_t>(v)] = r.to(t.device(), t.scalar_type(), false, /*copy=*/kernel.mutates_inputs());
   }
 }
 
@@ -662,7 +676,7 @@ LockstepResult Interpreter::run_lockstep(const BoundInputs& inputs, const std::f
     }
     const std::vector<ValueId> ins = n.input_values(), outs = n.output_values();
     lazy.before(n, fp64);
-    fill_local_inputs(kernel, ins, native, fp64, scratch);
+    fill_local_inputs(n, kernel, ins, native, fp64, scratch);
     run_guarded(n, Precision::Native, [&] { kernel.run(n, g, native, native_ctx); });
     if (random) {
       rng_after = rng.get_state();

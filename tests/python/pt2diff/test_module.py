@@ -266,6 +266,21 @@ class InputsInMemory(unittest.TestCase):
         values = {name: eager for name, compiled, eager, fp64 in r.output_values()}
         self.assertTrue(torch.equal(values["input 'x' after the graph"], want))
 
+    def test_as_strided_reads_the_whole_storage_of_a_slice(self):
+        # pytorch#197431's program: as_strided over a slice of a tensor, with the base's strides, reads past the slice
+        # but inside its storage. The engine's local run fed it the slice rounded alone (a storage of the slice's
+        # elements) and failed ("out of bounds for storage of size 12"); it feeds the whole storage now.
+        class AsStrided(torch.nn.Module):
+            def forward(self, x):
+                full = x * 2
+                return torch.as_strided(full[:, ::2], (3, 2), full.stride())
+
+        x = torch.randn(3, 2, generator=torch.Generator().manual_seed(1))
+        r = pt2diff.diff(AsStrided(), (x,), compiled="eager", exploded=False)
+        self.assertEqual(r.verdict, "agree")
+        values = {name: eager for name, compiled, eager, fp64 in r.output_values()}
+        self.assertTrue(torch.equal(values["as_strided"], AsStrided()(x)))
+
     def test_threads(self):
         # Calls from several threads run one at a time, each with its own result.
         results = {}
