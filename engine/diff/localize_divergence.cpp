@@ -13,8 +13,14 @@ void localize_divergence(RunState& s) {
   const Graph& g = s.program.ir.graph;
   DiffResult& r = s.result;
   const bool graph_ok = !r.compiles.empty() && r.compiles.front().ok;
+  // A compiled run that fails (the compiled program returns a value of another dtype, a view past the end of its
+  // storage, a kernel that throws) is localized as a divergence is: the first region whose compiled run fails too is
+  // where it starts (a probe the compiler cannot run is a failing probe). A compile that fails, a worker that died
+  // or hung are not: each probe would pay for them again.
+  const bool run_failed = !r.compiles.empty() && !r.compiles.front().ok && r.compiles.front().failure == FailureKind::RunFailed;
   const bool suspicious_fails = s.options.localize_suspicious;  // a suspicious output is localized like a failing one
-  if (!(r.diverged || (suspicious_fails && r.suspicious)) || !graph_ok || !s.bisect || !s.backend.compiles_regions()) return;
+  if (!(r.diverged || (suspicious_fails && r.suspicious)) || !(graph_ok || run_failed) || !s.bisect || !s.backend.compiles_regions())
+    return;
   std::vector<ValueId> failing;
   std::vector<std::string> failing_names;
   for (const OutputVerdict& o : r.outputs)

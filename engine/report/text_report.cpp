@@ -139,7 +139,7 @@ void culprit_lines(std::string& out, const Localization& l) {
   for (size_t i = 0; i < c.nodes.size(); ++i)
     line(out, fmt::format("    {:<14} {:<32} {}{}", c.nodes[i], c.ops[i], c.sources[i],
                           c.module_paths[i].empty() ? "" : "  [" + c.module_paths[i] + "]"));
-  if (named(c))
+  if (named(c) && !c.value.empty())  // a culprit whose compiled run failed has no value judged: its summary says why
     line(out, fmt::format("    {}: compiled RMSE to fp64 {}, eager {} (ratio {}); {}, {}", c.value, num_text(c.compiled_to_fp64.rmse),
                           num_text(c.eager_to_fp64.rmse), ratio(c.verdict.error_ratio), level_name(c.verdict.level), c.verdict.reason));
   if (!l.exploded_suspects.empty() && l.found_by == "bisection")

@@ -27,17 +27,12 @@ MAKE = os.path.join(CORPUS, "make_upstream.py")
 #: Fixtures pt2diff does not name today, and why (docs/upstream.md lists them): the test fails if one starts to be
 #: named (then it leaves this list) or if any other fixture loses its culprit.
 KNOWN_MISSES_CPU = {
-    "bug_197431_as_strided_repeat": "the compiled graph returns a view past the end of its storage (the bug itself): "
-                                    "recorded as a failed run naming the output, not localized",
-    "bug_198081_any_uint8": "the compiled graph returns another dtype: recorded as a compiler failure, not localized",
     "bug_185337_fp16_roundtrip_elided": "the fp64 reference does not round at the explicit fp16 cast: agrees",
     "bug_195582_bn_shrinking_pad": "the compiled code reads memory it does not own: its values change from run to run",
 }
 
 #: On CUDA (scripts/gpu_test.sh part 11, PT2DIFF_UPSTREAM_DEVICE=cuda): what an H100 (torch 2.11.0+cu130) showed.
 KNOWN_MISSES_CUDA = {
-    "bug_197431_as_strided_repeat": KNOWN_MISSES_CPU["bug_197431_as_strided_repeat"],
-    "bug_198081_any_uint8": KNOWN_MISSES_CPU["bug_198081_any_uint8"],
     "bug_198280_copy_transpose_loop_reorder": "a race between Triton blocks: the boundary probe answers differently when "
                                               "re-run, so localization says flaky at copy_ and names no window",
 }
