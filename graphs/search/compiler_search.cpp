@@ -96,13 +96,11 @@ CompilerSearch search_compiler(const DecisionOracle& ask, size_t max_compiles, c
     if (!out.decision) out.decision = CompilerDecision{subsystem, lo, fmt::format("{} decision #{}", subsystem, lo), {}};
     out.conclusion = CompilerSearch::Conclusion::Found;
     // Verified: every other decision kept, this one alone off.
-    {
-      const DecisionRun v = step({subsystem, -1, {lo}, {out.decision->what}}, "verifying: " + out.decision->what + " alone off");
-      out.verified = v.passes;
-      out.verification = v.passes ? "the whole graph compiled without it alone passes the rule"
-                                  : "the whole graph compiled without it alone still fails (" + v.detail +
-                                        "): the divergence needs it together with a later decision of " + subsystem;
-    }
+    const DecisionRun v = step({subsystem, -1, {lo}, {out.decision->what}}, "verifying: " + out.decision->what + " alone off");
+    out.verified = v.passes;
+    out.verification = v.passes ? "the whole graph compiled without it alone passes the rule"
+                                : "the whole graph compiled without it alone still fails (" + v.detail +
+                                      "): another decision of " + subsystem + " makes it diverge too";
   } catch (const OracleLost& lost) {
     out.conclusion = CompilerSearch::Conclusion::CompilerLost;
     out.verification = lost.what();
