@@ -90,6 +90,7 @@ std::unique_ptr<Command> make_explain_command();
 std::unique_ptr<Command> make_sweep_command();
 std::unique_ptr<Command> make_sizes_command();
 std::unique_ptr<Command> make_recheck_command();
+std::unique_ptr<Command> make_dist_command();
 
 /// `pt2diff batch ARGS...` (argv[1] == "batch"): execs `PYTHON -m pt2diff_batch --pt2diff SELF ARGS...`
 /// (batch_command.cpp); returns only when that fails, with the exit code.

@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
   commands.push_back({"recheck", "judge a graph, a repro directory or a batch summary through the compilers of other torch installations: "
                                  "verdict and culprit per torch, the regression between them, --bisect-versions for the first bad one (docs/upstream.md)",
                       pt2diff::cli::make_recheck_command()});
+  commands.push_back({"dist", "judge a distributed capture (DIR/rank_R) rank by rank against one fp64 step, the collectives simulated; the "
+                              "compiled ranks run in a real process group; culprit per rank, collective or rank-local op (docs/distributed.md)",
+                      pt2diff::cli::make_dist_command()});
 
   // Listed in --help only: main() hands `batch` to Python before parsing.
   app.add_subcommand("batch", "triage a corpus of graphs (capture dirs, manifests, folders of .pt2), locally or on Ray (docs/batch.md)")

@@ -461,6 +461,7 @@ RunResult Interpreter::run(const BoundInputs& inputs, const RunOptions& options)
   RunResult result;
   std::set<std::string> fixups;
   ExecContext ctx = impl_->context(options.precision, result, fixups);
+  if (options.collective) ctx.collective = &options.collective;
   LazyReference lazy;
   // A write another node can see may land in a graph input: each run starts from copies of them.
   const bool copy = !unconfined_mutations().empty();

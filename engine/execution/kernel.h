@@ -29,6 +29,8 @@ struct ExecContext {
   std::function<std::vector<c10::IValue>(const Graph&, std::vector<c10::IValue>)> run_subgraph;
   std::vector<std::string>* not_comparable = nullptr;
   std::set<std::string>* fixups = nullptr;  ///< fp64 fix-ups applied, as "op: what" (deduplicated)
+  /// RunOptions::collective of the run (null: the run has none, and a collective fails naming `pt2diff dist`).
+  const std::function<at::Tensor(const Node&, const at::Tensor&)>* collective = nullptr;
 };
 
 class Kernel {
@@ -62,6 +64,9 @@ std::unique_ptr<Kernel> make_kernel(const Node& node, const Graph& graph, std::s
 std::unique_ptr<Kernel> make_dispatcher_kernel(const Node& node, std::string& why);
 std::unique_ptr<Kernel> make_scalar_kernel(const Node& node, std::string& why);
 std::unique_ptr<Kernel> make_higher_order_kernel(const Node& node, std::string& why);
+/// A functional collective (_c10d_functional.*): wait_tensor passes its tensor on; the others ask the run's
+/// ExecContext::collective (collective_kernel.cpp).
+std::unique_ptr<Kernel> make_collective_kernel(const Node& node, std::string& why);
 /// Whether make_scalar_kernel() computes `target` ("_operator.add", "torch.sym_max", "math.ceil"): the
 /// op catalog asks this, so the list of scalar ops is the kernels' own.
 bool is_scalar_op(const std::string& target);

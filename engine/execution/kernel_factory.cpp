@@ -127,6 +127,7 @@ std::unique_ptr<Kernel> make_kernel_of_op(const Node& node, const Graph& graph, 
     case OpRoute::Dispatcher: return make_dispatcher_kernel(node, why);
     case OpRoute::CpuSubstitute: return make_fused_attention_kernel(node, graph, why);
     case OpRoute::Scalar: return make_scalar_kernel(node, why);
+    case OpRoute::Collective: return make_collective_kernel(node, why);
     case OpRoute::HigherOrder: return make_higher_order_kernel(node, why);
     case OpRoute::Unsupported: why = c.reason; return nullptr;
   }

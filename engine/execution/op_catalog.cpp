@@ -28,6 +28,8 @@ OpClass classify_uncached(const std::string& target) {
   if (ns == "prims")
     return {OpRoute::Unsupported, "a prims op (Python-only decomposition level): export with the default decompositions"};
   if (ns == "aten" && cuda_fused_attention_ops().count(name->name)) return {OpRoute::CpuSubstitute, ""};
+  // Not the dispatcher's: its kernel needs a process group this process does not have (pt2diff dist simulates it).
+  if (ns == "_c10d_functional") return {OpRoute::Collective, ""};
   if (auto op = c10::Dispatcher::singleton().findSchema({ns + "::" + name->name, name->overload})) {
     // The computed table counts composite kernels too, so this refuses only ops with no way to run on
     // the CPU, where pt2diff runs every graph: CUDA-only ops of a GPU export, ops with a Meta kernel only.
@@ -78,6 +80,7 @@ const char* op_route_name(OpRoute route) {
     case OpRoute::HigherOrder: return "higher-order (subgraphs)";
     case OpRoute::Scalar: return "scalar (C++)";
     case OpRoute::CpuSubstitute: return "math attention (CUDA-only op)";
+    case OpRoute::Collective: return "collective (pt2diff dist)";
     case OpRoute::Unsupported: return "unsupported";
   }
   return "?";

@@ -13,6 +13,7 @@ enum class OpRoute {
   HigherOrder,  ///< a higher-order op the engine runs by interpreting its subgraphs
   Scalar,       ///< a symbolic scalar op (_operator.*, torch.sym_*, math.*) computed in C++
   CpuSubstitute,  ///< a CUDA-only op (fused attention) run on the CPU as its reference form
+  Collective,   ///< a functional collective (_c10d_functional.*): its result comes from every rank (RunOptions::collective)
   Unsupported,  ///< nothing in this process can run it
 };
 

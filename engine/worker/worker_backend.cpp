@@ -425,6 +425,13 @@ struct WorkerBackend::Impl {
     json load = {{"op", "load"}, {"archive", archive_path()}, {"model", program.model_name}, {"device", options.device},
                  {"op_libraries", libraries}, {"cuda_fused_attention", fused_attention}};
     if (!inlined.empty()) load["inline_autocast"] = inlined_json(inlined);
+    if (options.process_group) {
+      const ProcessGroupSpec& pg = *options.process_group;
+      json groups = json::array();
+      for (const auto& g : pg.groups) groups.push_back({{"name", g.name}, {"ranks", g.ranks}});
+      load["process_group"] = {{"backend", pg.backend}, {"init_method", pg.init_method}, {"rank", pg.rank},
+                               {"world_size", pg.world_size}, {"timeout", pg.timeout_seconds}, {"groups", groups}};
+    }
     json reply = checked(exchange(load, "loading the archive"), "loading the archive", BackendFailure::Kind::Unusable);
     if (!inlined.empty()) check_inlined(inlined, reply);
     startup_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();

@@ -26,6 +26,22 @@ namespace pt2diff {
 /// long it has waited. The CLI draws a progress line from it; a library user may log or ignore it.
 using WaitCallback = std::function<void(const std::string& activity, double elapsed_seconds)>;
 
+/// One rank of the process group a compiled side joins (`pt2diff dist`, docs/distributed.md): the Inductor worker
+/// calls torch.distributed.init_process_group(backend, init_method, rank, world_size) when it loads the archive,
+/// then creates `groups` in order, so that the graph's collectives run for real between the ranks' workers.
+struct ProcessGroupSpec {
+  std::string backend = "gloo";  ///< "gloo" (CPU), "nccl" (GPUs)
+  std::string init_method;       ///< "tcp://127.0.0.1:PORT"
+  int rank = 0;
+  int world_size = 1;
+  double timeout_seconds = 300;  ///< a collective that waits longer fails (a rank that died or desynced)
+  struct Group {
+    std::string name;        ///< the name the graph's collectives use ("1")
+    std::vector<int> ranks;  ///< global ranks, in group order
+  };
+  std::vector<Group> groups;  ///< the groups besides WORLD ("0"), in the order the program made them
+};
+
 struct BackendOptions {
   /// "cpu" or "cuda[:N]": the device the compiler targets (inductor, external) and the one the
   /// engine's eager (native), local and region runs execute on (diff() also places the fp64 run:
@@ -70,6 +86,8 @@ struct BackendOptions {
   /// are one thread launching kernels and waiting on them, and beside two compile pools that fill every core
   /// they waited for a core at each step; the compiles keep every cycle the runs leave.
   int nice = 0;
+  /// Join this rank of a process group (pt2diff dist); nullopt: a worker of its own, no group.
+  std::optional<ProcessGroupSpec> process_group;
   WaitCallback on_wait;
 };
 

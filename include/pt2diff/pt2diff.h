@@ -25,6 +25,7 @@
 #include "pt2diff/option_table.h"
 #include "pt2diff/options.h"
 #include "pt2diff/program.h"
+#include "pt2diff/dist.h"
 #include "pt2diff/recheck.h"
 #include "pt2diff/results.h"
 #include "pt2diff/sizes.h"

@@ -118,6 +118,9 @@ class Worker:
         """Loads the archive (Archive.from_request); forgets every compiled region. Reply: `nodes`, and
         `inlined` ({region: the engine's names of the ops made of its body, in order}) when the request named
         regions to inline."""
+        if req.get("process_group"):  # pt2diff dist: this worker is one rank of a process group
+            from . import process_group
+            process_group.join(req["process_group"])
         self.archive = Archive.from_request(req)
         self.regions = {}
         self.workdir(clear=True)

@@ -54,6 +54,11 @@ struct RunOptions {
   std::function<void(const Node& node, const std::vector<c10::IValue>& outputs)> on_node;
   /// run_region() only: called after every node, before anything reads its outputs (fault backend).
   std::function<void(const Node& node, NodeCall& call)> after_node;
+  /// run() only: the result of a functional collective (`_c10d_functional.all_reduce`, `all_gather_into_tensor`,
+  /// `reduce_scatter_tensor`, `all_to_all_single`, `broadcast`) that `node` issues with this rank's `input`, in the
+  /// run's precision. `wait_tensor` passes its tensor on without it. Empty: a collective fails, naming `pt2diff dist`,
+  /// which runs every rank's graph in lockstep and computes each collective from all of them (docs/distributed.md).
+  std::function<at::Tensor(const Node& node, const at::Tensor& input)> collective;
 };
 
 struct RunResult {

@@ -10,16 +10,19 @@ import torch.distributed._functional_collectives as funcol
 
 import pt2diff_capture
 
+import os
+
 dist.init_process_group("gloo")
-world = dist.get_world_size()
-torch.manual_seed(0)
+world, rank = dist.get_world_size(), dist.get_rank()
+split = [int(s) for s in os.environ.get("TP_SPLIT", "10,6" if world == 2 else ",".join(["4"] * world)).split(",")]
+torch.manual_seed(100 + rank)
 
 
 class TP(torch.nn.Module):
-    def __init__(self, d=8, h=16):
+    def __init__(self, d=8):
         super().__init__()
-        self.up = torch.nn.Linear(d, h // world, bias=False)  # column-parallel: this rank's rows of the weight
-        self.down = torch.nn.Linear(h // world, d, bias=False)  # row-parallel: this rank's columns
+        self.up = torch.nn.Linear(d, split[rank], bias=False)  # column-parallel: this rank's rows of the weight
+        self.down = torch.nn.Linear(split[rank], d, bias=False)  # row-parallel: this rank's columns
 
     def forward(self, x):
         partial = self.down(torch.relu(self.up(x)))
@@ -27,7 +30,8 @@ class TP(torch.nn.Module):
 
 
 model = TP()
-x = torch.randn(4, 8)
+torch.manual_seed(0)
+x = torch.randn(4, 8)  # the same on every rank
 compiled = torch.compile(model, backend=pt2diff_capture.capture_backend(sys.argv[1], training=True, quiet=True))
 compiled(x).pow(2).sum().backward()
 dist.destroy_process_group()

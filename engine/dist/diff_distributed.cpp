@@ -1,0 +1,411 @@
+// engine/dist/diff_distributed.cpp — `pt2diff dist DIR`: every rank's captured graphs judged in lockstep against
+// one fp64 step, the compiled ranks run for real in a process group, each rank's rank-local program diffed
+// (pt2diff/dist.h, docs/distributed.md).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <ATen/ops/equal.h>
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "engine/dist/lockstep.h"
+#include "graphs/collectives.h"
+#include "pt2diff/advanced/backend.h"
+#include "pt2diff/compare.h"
+#include "pt2diff/diff.h"
+#include "pt2diff/dist.h"
+#include "pt2diff/error.h"
+#include "pt2diff/program.h"
+
+namespace pt2diff {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+/// One rank's folder of the capture.
+struct RankFolder {
+  int rank = 0;
+  fs::path folder;
+  std::map<int, json> graphs;  ///< the index's entries that were exported ("status": "ok"), by id
+};
+
+struct Capture {
+  int world_size = 0;
+  std::string backend;
+  GroupRanks groups;
+  std::vector<ProcessGroupSpec::Group> other_groups;  ///< besides WORLD, in the index's order
+  std::vector<RankFolder> ranks;
+  std::vector<int> graph_ids;
+};
+
+Capture read_capture(const std::string& dir) {
+  const std::string remedy = "capture the program under its process group with pt2diff_capture (python -m pt2diff_capture ranks "
+                             "--nproc N SCRIPT OUT, or torchrun with capture_backend: docs/distributed.md)";
+  if (!fs::is_directory(dir)) throw Error(Error::Kind::Usage, fmt::format("{}: not a directory; {}", dir, remedy));
+  Capture c;
+  std::map<int, RankFolder> found;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory() || name.rfind("rank_", 0) != 0) continue;
+    int rank = -1;
+    try {
+      rank = std::stoi(name.substr(5));
+    } catch (...) {
+      continue;
+    }
+    const fs::path index = e.path() / "index.json";
+    json doc;
+    try {
+      std::ifstream in(index);
+      if (!in) throw std::runtime_error("cannot open it");
+      doc = json::parse(in);
+    } catch (const std::exception& ex) {
+      throw Error(Error::Kind::BadArchive, fmt::format("{}: not a readable capture index ({}); capture rank {} again", index.string(),
+                                                       ex.what(), rank));
+    }
+    const json d = doc.value("distributed", json());
+    if (!d.is_object())
+      throw Error(Error::Kind::BadArchive, fmt::format("{}: no \"distributed\" section: rank {} was not captured under a process "
+                                                       "group; {}", index.string(), rank, remedy));
+    if (d.value("rank", -1) != rank)
+      throw Error(Error::Kind::BadArchive, fmt::format("{} says rank {}, its folder rank {}", index.string(), d.value("rank", -1), rank));
+    const int world = d.value("world_size", 0);
+    if (c.world_size == 0) {
+      c.world_size = world;
+      c.backend = d.value("backend", std::string());
+      for (const json& g : d.value("groups", json::array())) {
+        std::vector<int> ranks = g.value("ranks", std::vector<int>{});
+        const std::string gname = g.value("name", std::string());
+        c.groups[gname] = ranks;
+        if (gname != "0") c.other_groups.push_back({gname, ranks});
+      }
+      if (!c.groups.count("0")) {
+        std::vector<int> all;
+        for (int r = 0; r < world; ++r) all.push_back(r);
+        c.groups["0"] = all;
+      }
+    } else if (world != c.world_size) {
+      throw Error(Error::Kind::BadArchive, fmt::format("{}: rank {} was captured in a world of {}, another rank in a world of {}: "
+                                                       "the folders come from different runs; capture again into an empty folder",
+                                                       dir, rank, world, c.world_size));
+    }
+    RankFolder f{rank, e.path(), {}};
+    for (const json& g : doc.value("graphs", json::array()))
+      if (g.value("status", std::string()) == "ok" && g.contains("id")) f.graphs[g["id"].get<int>()] = g;
+    found[rank] = std::move(f);
+  }
+  if (found.empty()) throw Error(Error::Kind::Usage, fmt::format("{}: no rank_R folder; {}", dir, remedy));
+  for (int r = 0; r < c.world_size; ++r)
+    if (!found.count(r))
+      throw Error(Error::Kind::BadArchive, fmt::format("{}: rank {} of {} has no folder (rank_{}): every rank's capture is needed; "
+                                                       "capture again", dir, r, c.world_size, r));
+  for (auto& [r, f] : found) c.ranks.push_back(std::move(f));
+  std::set<int> ids;
+  for (const RankFolder& f : c.ranks)
+    for (const auto& [id, _] : f.graphs) ids.insert(id);
+  for (int id : ids)
+    for (const RankFolder& f : c.ranks)
+      if (!f.graphs.count(id))
+        throw Error(Error::Kind::BadArchive, fmt::format("{}: graph {} was exported on some ranks but not on rank {} (see {}): the ranks "
+                                                         "compiled different graphs", dir, id, f.rank, (f.folder / "index.json").string()));
+  c.graph_ids.assign(ids.begin(), ids.end());
+  return c;
+}
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw Error(Error::Kind::Internal, "cannot open a socket to find a free port for the compiled ranks' process group");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    throw Error(Error::Kind::Internal, "cannot bind 127.0.0.1 to find a free port for the compiled ranks' process group");
+  }
+  const int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+struct CompiledRank {
+  RegionSpec region;
+  std::optional<std::vector<c10::IValue>> outputs;
+  std::string failure;
+  double compile_seconds = 0, run_seconds = 0;
+};
+
+/// Every rank's whole graph compiled and run by a worker of its own, the workers forming one process group, so the
+/// compiled collectives run for real. The ranks compile and run at once: a collective waits for every rank.
+std::vector<CompiledRank> run_compiled_ranks(const std::vector<const Program*>& programs, const std::vector<const BoundInputs*>& inputs,
+                                             const DistOptions& options, const Capture& capture) {
+  const int world = static_cast<int>(programs.size());
+  const std::string init = fmt::format("tcp://127.0.0.1:{}", free_port());
+  std::vector<CompiledRank> out(static_cast<size_t>(world));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      CompiledRank& c = out[static_cast<size_t>(r)];
+      const Program& p = *programs[static_cast<size_t>(r)];
+      try {
+        BackendOptions bo = options.diff.backend;
+        bo.on_wait = nullptr;  // one progress line is the caller's
+        ProcessGroupSpec pg;
+        pg.backend = options.process_backend;
+        pg.init_method = init;
+        pg.rank = r;
+        pg.world_size = world;
+        pg.timeout_seconds = options.collective_timeout_seconds;
+        pg.groups = capture.other_groups;
+        bo.process_group = pg;
+        auto backend = make_backend(options.diff.compiled, p, bo);
+        c.region = RegionSpec::whole_graph(p.ir);
+        const std::vector<c10::IValue> all = graph_input_values(p, *inputs[static_cast<size_t>(r)]);
+        std::vector<c10::IValue> in;
+        for (ValueId v : c.region.inputs) in.push_back(all[static_cast<size_t>(v)]);
+        auto compiled = backend->compile(c.region, in);
+        c.compile_seconds = backend->last_compile_seconds();
+        c.outputs = compiled->run(in);
+        c.run_seconds = compiled->last_run_seconds();
+      } catch (const std::exception& e) {
+        c.failure = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+c10::IValue compiled_output(const CompiledRank& c, const OutputSpec& spec) {
+  const auto values = spec.arg.values();
+  if (values.empty() || !c.outputs) return {};
+  auto at = std::find(c.region.outputs.begin(), c.region.outputs.end(), values.front());
+  if (at == c.region.outputs.end()) return {};
+  return c.outputs->at(static_cast<size_t>(at - c.region.outputs.begin()));
+}
+
+std::string rank_output_name(const Program& p, const OutputSpec& spec) {
+  const auto values = spec.arg.values();
+  return values.empty() ? std::string("None") : p.ir.graph.value(values.front()).name;
+}
+
+/// The rank-local program: the graph cut at its collectives, fed eager's values of what they made.
+struct RankLocal {
+  Program program;
+  BoundInputs inputs;
+  std::vector<std::string> fed;
+};
+
+RankLocal rank_local_program(const Program& p, const BoundInputs& bound, const RankRun& eager) {
+  CutGraph cut = cut_at_collectives(p.ir);
+  RankLocal rl{p, bound, cut.fed};
+  rl.program.ir = std::move(cut.graph);
+  const size_t first_new = p.ir.input_specs.size();
+  for (size_t k = 0; k < cut.fed.size(); ++k) {
+    auto v = eager.collective_values.find(cut.fed[k]);
+    if (v == eager.collective_values.end())
+      throw Error(Error::Kind::Internal, fmt::format("the collective value '{}' was not recorded", cut.fed[k]));
+    rl.inputs.entries.push_back({cut.fed[k], first_new + k, InputValue(v->second)});
+  }
+  return rl;
+}
+
+std::string first_source(const Program& p, const std::string& node) {
+  for (const Node& n : p.ir.graph.nodes())
+    if (n.name == node) return n.source.user_frame();
+  return {};
+}
+
+}  // namespace
+
+DistResult diff_distributed(const std::string& dir, const DistOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
+  const Capture capture = read_capture(dir);
+  DistResult result;
+  result.dir = dir;
+  result.world_size = capture.world_size;
+  result.backend = capture.backend;
+  result.compiled = options.diff.compiled;
+  result.process_backend = options.process_backend;
+  const int world = capture.world_size;
+  for (int id : capture.graph_ids) {
+    if (!options.graphs.empty() && std::find(options.graphs.begin(), options.graphs.end(), id) == options.graphs.end()) continue;
+    DistGraphResult gr;
+    gr.graph = id;
+    const json& entry0 = capture.ranks[0].graphs.at(id);
+    gr.kind = entry0.value("kind", std::string("graph"));
+    gr.where = entry0.value("where", json()).is_string() ? entry0["where"].get<std::string>() : std::string();
+    std::vector<Program> programs;
+    std::vector<BoundInputs> bound;
+    for (const RankFolder& f : capture.ranks) {
+      const json& e = f.graphs.at(id);
+      programs.push_back(load_program((f.folder / e.value("archive", std::string())).string()));
+      if (!e.value("inputs", json()).is_string())
+        throw Error(Error::Kind::BadInputs, fmt::format("{}: graph {} has no inputs file in the index", f.folder.string(), id));
+      bound.push_back(bind_inputs(programs.back(), load_inputs((f.folder / e["inputs"].get<std::string>()).string())));
+    }
+    std::vector<const Program*> pp;
+    std::vector<const BoundInputs*> bp;
+    for (int r = 0; r < world; ++r) pp.push_back(&programs[static_cast<size_t>(r)]), bp.push_back(&bound[static_cast<size_t>(r)]);
+    const std::vector<RankRun> eager = run_ranks_in_lockstep(pp, bp, Precision::Native, capture.groups);
+    const std::vector<RankRun> fp64 = run_ranks_in_lockstep(pp, bp, Precision::Fp64, capture.groups);
+    for (const CollectiveCall& c : collective_calls(programs[0].ir.graph)) {
+      if (c.op == CollectiveCall::Op::Wait) continue;
+      DistCollective dc{c.name, collective_op_name(c.op), c.group, c.reduce, first_source(programs[0], c.name), 0};
+      const std::string value = programs[0].ir.graph.value(programs[0].ir.graph.node(c.node).output_values().at(0)).name;
+      for (int r = 0; r < world; ++r) {
+        auto e = eager[static_cast<size_t>(r)].collective_values.find(value);
+        auto f = fp64[static_cast<size_t>(r)].collective_values.find(value);
+        if (e != eager[static_cast<size_t>(r)].collective_values.end() && f != fp64[static_cast<size_t>(r)].collective_values.end() &&
+            e->second.is_floating_point())
+          dc.eager_max_relative = std::max(dc.eager_max_relative, measure(e->second, f->second).max_rel);
+      }
+      gr.collectives.push_back(dc);
+    }
+    if (options.diff.backend.on_wait) options.diff.backend.on_wait(fmt::format("compiling graph {} on {} ranks", id, world), 0);
+    const std::vector<CompiledRank> compiled = run_compiled_ranks(pp, bp, options, capture);
+    const auto& specs = programs[0].ir.output_specs;
+    for (int r = 0; r < world; ++r) {
+      const Program& p = programs[static_cast<size_t>(r)];
+      const CompiledRank& c = compiled[static_cast<size_t>(r)];
+      DistRankResult rr;
+      rr.rank = r;
+      rr.archive = p.path;
+      rr.compile_seconds = c.compile_seconds;
+      rr.run_seconds = c.run_seconds;
+      if (!c.failure.empty()) rr.compiled_failed = true, rr.compile_message = c.failure;
+      for (size_t i = 0; i < p.ir.output_specs.size(); ++i) {
+        const OutputSpec& spec = p.ir.output_specs[i];
+        const c10::IValue& e = eager[static_cast<size_t>(r)].result.outputs.at(i);
+        const c10::IValue& f = fp64[static_cast<size_t>(r)].result.outputs.at(i);
+        if (!e.isTensor()) continue;
+        OutputVerdict ov;
+        ov.name = ov.value = rank_output_name(p, spec);
+        ov.role = std::string(output_kind_name(spec.kind));
+        const c10::IValue cv = compiled_output(c, spec);
+        if (!cv.isTensor()) {
+          ov.verdict.pass = false;
+          ov.verdict.level = Level::Fail;
+          ov.verdict.reason = "no_compiled_value";
+          ov.verdict.detail = rr.compiled_failed ? rr.compile_message : "the compiled rank returned no value for it";
+        } else {
+          const at::Tensor ct = cv.toTensor(), et = e.toTensor(), ft = f.isTensor() ? f.toTensor() : at::Tensor();
+          ov.verdict = judge(ct, et, ft, options.diff.rule);
+          if (ft.defined() && ct.sizes() == ft.sizes()) {
+            ov.compiled_to_fp64 = measure(ct, ft);
+            ov.eager_to_fp64 = measure(et, ft);
+          }
+        }
+        if (counts_as_failing(ov.verdict, options.diff.fail_on_suspicious)) rr.diverged = true;
+        rr.outputs.push_back(std::move(ov));
+      }
+      if (options.rank_local) {
+        RankLocal rl = rank_local_program(p, bound[static_cast<size_t>(r)], eager[static_cast<size_t>(r)]);
+        rr.fed = rl.fed;
+        if (options.diff.backend.on_wait)
+          options.diff.backend.on_wait(fmt::format("graph {}, rank {}: its rank-local program", id, r), 0);
+        rr.rank_local = diff(rl.program, rl.inputs, options.diff);
+      }
+      gr.diverged |= rr.diverged || (rr.rank_local && counts_as_failing(*rr.rank_local));
+      gr.compiled_failed |= rr.compiled_failed || (rr.rank_local && rr.rank_local->compiled_failed);
+      gr.ranks.push_back(std::move(rr));
+    }
+    // What the reference makes equal on every rank must be equal on every compiled rank.
+    for (size_t i = 0; i < specs.size(); ++i) {
+      bool replicated = true;
+      for (int r = 1; r < world && replicated; ++r) {
+        const c10::IValue& a = fp64[0].result.outputs.at(i);
+        const c10::IValue& b = fp64[static_cast<size_t>(r)].result.outputs.at(i);
+        replicated = a.isTensor() && b.isTensor() && a.toTensor().sizes() == b.toTensor().sizes() && at::equal(a.toTensor(), b.toTensor());
+      }
+      if (!replicated) continue;
+      DistAcrossRanks across;
+      across.output = rank_output_name(programs[0], specs[i]);
+      const c10::IValue c0 = compiled_output(compiled[0], specs[i]);
+      if (!c0.isTensor()) continue;
+      for (int r = 1; r < world; ++r) {
+        const c10::IValue cr = compiled_output(compiled[static_cast<size_t>(r)], specs[i]);
+        if (!cr.isTensor() || cr.toTensor().sizes() != c0.toTensor().sizes()) {
+          across.equal = false;
+          across.differing.push_back(r);
+          continue;
+        }
+        if (!at::equal(cr.toTensor(), c0.toTensor())) {
+          across.equal = false;
+          across.differing.push_back(r);
+          if (cr.toTensor().is_floating_point())
+            across.max_abs = std::max(across.max_abs, measure(cr.toTensor(), c0.toTensor().to(at::kDouble)).max_abs);
+        }
+      }
+      gr.across.push_back(std::move(across));
+    }
+    // Culprits: a rank-local op first; else the collectives; a replicated value that differs on one rank.
+    bool rank_local_named = false;
+    for (const DistRankResult& rr : gr.ranks) {
+      if (!rr.rank_local || !counts_as_failing(*rr.rank_local)) continue;
+      DistCulprit c;
+      c.kind = "rank_local";
+      c.graph = id;
+      c.rank = rr.rank;
+      const DiffResult& d = *rr.rank_local;
+      if (d.localization) {
+        const Culprit& k = d.localization->culprit;
+        c.nodes = k.nodes, c.ops = k.ops, c.sources = k.sources, c.module_paths = k.module_paths;
+        c.summary = fmt::format("graph {} ({}), rank {}: {}", id, gr.kind, rr.rank, k.summary);
+      } else {
+        c.summary = fmt::format("graph {} ({}), rank {}: its rank-local program diverges (no localization ran)", id, gr.kind, rr.rank);
+      }
+      rank_local_named = true;
+      result.culprits.push_back(std::move(c));
+    }
+    std::vector<int> diverged;
+    for (const DistRankResult& rr : gr.ranks)
+      if (rr.diverged && !rr.compiled_failed) diverged.push_back(rr.rank);
+    if (!rank_local_named && !diverged.empty()) {
+      DistCulprit c;
+      c.graph = id;
+      c.rank = diverged.size() == 1 ? diverged[0] : -1;
+      if (options.rank_local) {
+        c.kind = "collectives";
+        std::vector<std::string> names;
+        for (const DistCollective& k : gr.collectives) names.push_back(fmt::format("{} ({} over group '{}')", k.node, k.op, k.group));
+        c.summary = fmt::format("graph {} ({}): every rank's rank-local program agrees with its collectives fed from the reference, "
+                                "but the compiled step diverges on rank{} {}: the compiled collectives ({}) or a communication "
+                                "pass around them", id, gr.kind, diverged.size() > 1 ? "s" : "", fmt::join(diverged, ", "),
+                                names.empty() ? std::string("none in this graph") : fmt::format("{}", fmt::join(names, ", ")));
+      } else {
+        c.kind = "inconclusive";
+        c.summary = fmt::format("graph {} ({}): the compiled step diverges on rank{} {}; the rank-local programs were not diffed "
+                                "(--no-rank-local)", id, gr.kind, diverged.size() > 1 ? "s" : "", fmt::join(diverged, ", "));
+      }
+      result.culprits.push_back(std::move(c));
+    }
+    for (const DistAcrossRanks& a : gr.across)
+      if (!a.equal && world > 2 && a.differing.size() == 1) {
+        DistCulprit c;
+        c.kind = "rank_alone";
+        c.graph = id;
+        c.rank = a.differing[0];
+        c.summary = fmt::format("graph {} ({}): output '{}', equal on every rank in the reference, differs on rank {} alone (by up to {:.3g})",
+                                id, gr.kind, a.output, c.rank, a.max_abs);
+        result.culprits.push_back(std::move(c));
+      }
+    result.diverged |= gr.diverged || std::any_of(gr.across.begin(), gr.across.end(), [](const DistAcrossRanks& a) { return !a.equal; });
+    result.compiled_failed |= gr.compiled_failed;
+    result.graphs.push_back(std::move(gr));
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return result;
+}
+
+}  // namespace pt2diff
