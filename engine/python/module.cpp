@@ -491,6 +491,24 @@ PYBIND11_MODULE(_pt2diff, m) {
       py::arg("program"), py::arg("inputs"), py::arg("torches"), py::arg("bisect"), py::arg("any_version"), py::arg("change_factor"),
       py::arg("options"));
   m.def(
+      "diff_distributed",
+      [](const ProgramHandle& p, const std::string& dir, const std::vector<int>& graphs, bool rank_local,
+         const std::string& process_backend, double collective_timeout, const py::dict& o) {
+        DistOptions options;
+        options.diff = diff_options(*p.program, p.libraries, o);
+        options.graphs = graphs;
+        options.rank_local = rank_local;
+        options.process_backend = process_backend;
+        options.collective_timeout_seconds = collective_timeout;
+        Progress progress(o);
+        progress.attach(options.diff.backend);
+        DistResult result = engine_call([&] { return diff_distributed(dir, options); });
+        progress.clear();
+        return py::make_tuple(to_json(result), to_text(result));
+      },
+      py::arg("program"), py::arg("dir"), py::arg("graphs"), py::arg("rank_local"), py::arg("process_backend"),
+      py::arg("collective_timeout"), py::arg("options"));
+  m.def(
       "cli_flags",
       [](const ProgramHandle& p, const py::dict& o) {
         return to_flags(diff_options(*p.program, p.libraries, o), default_device(*p.program));

@@ -37,10 +37,10 @@ except ImportError as e:  # pragma: no cover - an installation without the modul
                       "scripts/setup.sh or pip install --no-build-isolation ./python (docs/python.md)") from e
 from ._pt2diff import (BadArchiveError, BadInputsError, Error, InternalError, Program, UnsupportedError,
                        UsageError)
-from ._results import DiffResult, Explanation, OutputValues, RecheckResult, Record, SizeSweepResult, SweepResult
+from ._results import DiffResult, DistResult, Explanation, OutputValues, RecheckResult, Record, SizeSweepResult, SweepResult
 
-__all__ = ["load", "diff", "diff_training_step", "explain", "sweep", "sweep_sizes", "recheck", "cli_flags", "Program", "DiffResult",
-           "SweepResult", "SizeSweepResult", "RecheckResult", "Explanation",
+__all__ = ["load", "diff", "diff_training_step", "diff_distributed", "explain", "sweep", "sweep_sizes", "recheck", "cli_flags", "Program", "DiffResult",
+           "SweepResult", "SizeSweepResult", "RecheckResult", "DistResult", "Explanation",
            "Record", "OutputValues", "Error", "UsageError", "BadArchiveError", "BadInputsError", "UnsupportedError",
            "InternalError"]
 
@@ -221,6 +221,34 @@ def diff_training_step(model, inputs, loss_fn=None, *, targets=(), **options) ->
     args, kwargs = _split(inputs)
     program, leaves, _ = training_program(model, args, loss_fn, targets, kwargs)
     return diff(program, tuple(leaves), **options)
+
+
+def diff_distributed(capture_dir, *, graphs=(), rank_local=True, process_backend="gloo", collective_timeout=300.0,
+                     **options) -> DistResult:
+    """A distributed program's capture judged rank by rank against one fp64 step, as ``pt2diff dist DIR`` does
+    (docs/distributed.md).
+
+    ``capture_dir`` holds ``rank_0`` ... ``rank_{N-1}`` as ``pt2diff_capture`` writes them under a process group
+    (``python -m pt2diff_capture ranks --nproc N SCRIPT OUT``). Every rank's graphs run in lockstep in its own dtypes
+    and in fp64, each collective computed from every rank's value (folded in group-rank order); the compiled side is N
+    workers forming a ``process_backend`` group ("gloo" on the CPU, "nccl" on GPUs) whose collectives run for real;
+    each rank's rank-local program (its collectives cut out and fed from the reference) is diffed as :func:`diff`
+    diffs a graph (``rank_local=False`` skips that). ``graphs``: the graph ids to judge (default every one).
+    Returns a :class:`DistResult` (``.agrees``, ``.culprits``, ``.graphs``, ``.to_text()``). Options: as :func:`diff`
+    (compiler, rule, localization); a collective that waits more than ``collective_timeout`` seconds fails.
+    """
+    import glob
+
+    first = sorted(glob.glob(os.path.join(os.fspath(capture_dir), "rank_0", "*.pt2")))
+    if not first:
+        raise UsageError(f"{capture_dir}: no rank_0/*.pt2: not a capture of every rank; capture the program under its "
+                         "process group (python -m pt2diff_capture ranks --nproc N SCRIPT OUT, docs/distributed.md)")
+    o = _options(_DIFF_OPTIONS, options, "diff_distributed")
+    o["device"] = _run_device(first[0], None, o["device"])
+    p = _program(first[0], None)
+    json_text, text = _pt2diff.diff_distributed(p, os.fspath(capture_dir), [int(g) for g in graphs], bool(rank_local),
+                                                process_backend, float(collective_timeout), o)
+    return DistResult(json_text, text)
 
 
 def explain(program, inputs=None, *, node: str, to: str | None = None, **options) -> Explanation:

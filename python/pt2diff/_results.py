@@ -340,6 +340,34 @@ class RecheckResult(Record):
         return self._native.to_text()
 
 
+class DistResult(Record):
+    """What :func:`pt2diff.diff_distributed` found: the fields of ``pt2diff dist --json`` (docs/distributed.md):
+    ``world_size``, ``graphs`` (per graph: ``kind``, ``collectives``, ``ranks`` with each rank's ``outputs``,
+    ``compiled_failed`` and ``rank_local``, the whole single-graph report of its rank-local program; ``across``, the
+    values the reference makes equal on every rank checked on the compiled ranks), ``culprits`` (``kind``:
+    ``rank_local``, ``collectives``, ``rank_alone`` or ``inconclusive``; ``graph``, ``rank``, ``nodes``, ``ops``,
+    ``sources``, ``summary``), ``diverged``, ``compiled_failed``."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, json_text: str, text: str):
+        super().__init__(_decode(json_text))
+        object.__setattr__(self, "_text", text)
+
+    @property
+    def agrees(self) -> bool:
+        """Every rank's compiled graphs agree with the reference and nothing failed to compile."""
+        return not self._data["diverged"] and not self._data["compiled_failed"]
+
+    def to_text(self) -> str:
+        """The report ``pt2diff dist`` prints."""
+        return self._text
+
+    def to_json(self) -> str:
+        """The JSON ``pt2diff dist --json`` writes."""
+        return json.dumps(self._data, indent=1)
+
+
 class Explanation:
     """What :func:`pt2diff.explain` found: ``hints`` (Records as in ``localization.hints``) and the text."""
 

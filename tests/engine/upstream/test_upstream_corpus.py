@@ -31,8 +31,13 @@ KNOWN_MISSES_CPU = {
     "bug_195582_bn_shrinking_pad": "the compiled code reads memory it does not own: its values change from run to run",
 }
 
-#: On CUDA (scripts/gpu_test.sh part 11, PT2DIFF_UPSTREAM_DEVICE=cuda): what an H100 (torch 2.11.0+cu130) showed.
+#: On CUDA (scripts/gpu_test.sh part 11, PT2DIFF_UPSTREAM_DEVICE=cuda): what an H100 (torch 2.11.0+cu130) showed at
+#: fd59359: 18 reproduce, 16 named (#198081 is named now, single op any_1). #198280 is a race: missed in the
+#: diff_corpus.py run (flaky at copy_), named in the test's own run (window transpose .. copy_), so its entry here
+#: fails the test whenever the race lets it be named.
 KNOWN_MISSES_CUDA = {
+    "bug_197431_as_strided_repeat": "the view past the slice's 3 floats reads stray GPU memory, no failed run: the whole "
+                                    "graph diverges but each probe and the search's recompile pass (inconclusive)",
     "bug_198280_copy_transpose_loop_reorder": "a race between Triton blocks: the boundary probe answers differently when "
                                               "re-run, so localization says flaky at copy_ and names no window",
 }
