@@ -7,11 +7,14 @@
 #include <unistd.h>
 
 #include <ATen/ops/equal.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/minimum.h>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -149,7 +152,8 @@ struct CompiledRank {
 /// Every rank's whole graph compiled and run by a worker of its own, the workers forming one process group, so the
 /// compiled collectives run for real. The ranks compile and run at once: a collective waits for every rank.
 std::vector<CompiledRank> run_compiled_ranks(const std::vector<const Program*>& programs, const std::vector<const BoundInputs*>& inputs,
-                                             const DistOptions& options, const Capture& capture) {
+                                             const DistOptions& options, const Capture& capture,
+                                             const std::function<RegionSpec(const Program&)>& make_region) {
   const int world = static_cast<int>(programs.size());
   const std::string init = fmt::format("tcp://127.0.0.1:{}", free_port());
   std::vector<CompiledRank> out(static_cast<size_t>(world));
@@ -170,7 +174,7 @@ std::vector<CompiledRank> run_compiled_ranks(const std::vector<const Program*>& 
         pg.groups = capture.other_groups;
         bo.process_group = pg;
         auto backend = make_backend(options.diff.compiled, p, bo);
-        c.region = RegionSpec::whole_graph(p.ir);
+        c.region = make_region(p);
         const std::vector<c10::IValue> all = graph_input_values(p, *inputs[static_cast<size_t>(r)]);
         std::vector<c10::IValue> in;
         for (ValueId v : c.region.inputs) in.push_back(all[static_cast<size_t>(v)]);
@@ -226,6 +230,96 @@ std::string first_source(const Program& p, const std::string& node) {
   return {};
 }
 
+
+/// Each collective (not its wait) with the value the graph reads back: its wait's result, or its own when none waits.
+struct Boundary {
+  CollectiveCall call;
+  ValueId result = kNoValue;
+};
+
+std::vector<Boundary> boundaries_of(const Graph& g) {
+  std::vector<Boundary> out;
+  const std::vector<CollectiveCall> calls = collective_calls(g);
+  for (const CollectiveCall& c : calls) {
+    if (c.op == CollectiveCall::Op::Wait) continue;
+    Boundary b{c, g.node(c.node).output_values().at(0)};
+    for (const CollectiveCall& w : calls)
+      if (w.op == CollectiveCall::Op::Wait && w.input == b.result) b.result = g.node(w.node).output_values().at(0);
+    out.push_back(b);
+  }
+  return out;
+}
+
+/// "float16" for Half: the name users write (torch.float16).
+std::string dtype_word(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    default: return c10::toString(t);
+  }
+}
+
+double rms(const at::Tensor& t) { return t.numel() ? t.to(at::kDouble).pow(2).mean().sqrt().item<double>() : 0.0; }
+
+/// How a collective's compiled result `out` on group position `pos` departs from the reference `ref` (fp64), given
+/// every rank's compiled input (group order): the stable kind and one line of numbers.
+std::pair<std::string, std::string> classify_collective(const CollectiveCall& c, size_t pos, const std::vector<at::Tensor>& inputs,
+                                                        const at::Tensor& out, const at::Tensor& ref, const at::Tensor& eager) {
+  const at::Tensor o = out.to(at::kDouble), r = ref.to(at::kDouble);
+  const double scale_ref = std::max(rms(r), 1e-30);
+  const at::Tensor own = inputs.at(pos).to(at::kDouble);
+  if (own.sizes() == o.sizes() && rms(o.sub(own)) <= 1e-6 * std::max(rms(own), 1e-30) && rms(r.sub(own)) > 1e-3 * scale_ref)
+    return {"read_before_wait", fmt::format("its result is its own input, unreduced (the reduction of {} ranks differs from it by rms {:.3g}): "
+                                            "read before the collective landed", inputs.size(), rms(r.sub(own)))};
+  if (o.sizes() == r.sizes()) {
+    const double dot = o.mul(r).sum().item<double>(), rr = r.mul(r).sum().item<double>();
+    const double s = rr > 0 ? dot / rr : 1.0;
+    if (std::abs(s - 1) > 1e-3 && rms(o.sub(r.mul(s))) <= 1e-3 * scale_ref * std::abs(s))
+      return {"scale", fmt::format("its result is {:.6g} x the reference's (rms of the rest {:.3g}): a double scaling", s, rms(o.sub(r.mul(s))))};
+  }
+  if (c.op == CollectiveCall::Op::AllReduce || c.op == CollectiveCall::Op::ReduceScatter) {
+    const double off = rms(o.sub(eager.to(at::kDouble)));
+    for (at::ScalarType d : {at::kHalf, at::kBFloat16}) {
+      std::vector<at::Tensor> low;
+      for (const at::Tensor& t : inputs) low.push_back(t.to(d));
+      at::Tensor acc = low.front().clone();
+      for (size_t i = 1; i < low.size(); ++i) acc = c.reduce == "max" ? at::maximum(acc, low[i]) : c.reduce == "min" ? at::minimum(acc, low[i])
+                                                   : c.reduce == "product" ? acc.mul(low[i]) : acc.add(low[i]);
+      if (c.reduce == "avg") acc = acc.div(static_cast<double>(low.size()));
+      if (c.op == CollectiveCall::Op::ReduceScatter) acc = acc.chunk(static_cast<int64_t>(inputs.size()), 0).at(pos);
+      if (acc.sizes() != o.sizes()) continue;
+      const double sim = rms(o.sub(acc.to(at::kDouble)));
+      if (sim * 4 <= off)
+        return {"precision", fmt::format("its result matches the fold of the inputs rounded to {} (rms {:.3g}) and not the {} fold (rms {:.3g}): "
+                                         "the collective ran in reduced precision", dtype_word(d), sim, dtype_word(out.scalar_type()), off)};
+    }
+  }
+  if ((c.op == CollectiveCall::Op::AllGather || c.op == CollectiveCall::Op::ReduceScatter) && o.dim() > 0) {
+    // Another rank's chunk where this rank's belongs.
+    const int64_t n = static_cast<int64_t>(inputs.size());
+    if (c.op == CollectiveCall::Op::ReduceScatter && r.dim() > 0) {
+      at::Tensor full = inputs.front().to(at::kDouble).clone();
+      for (size_t i = 1; i < inputs.size(); ++i) full = full.add(inputs[i].to(at::kDouble));
+      if (c.reduce == "avg") full = full.div(static_cast<double>(n));
+      auto chunks = full.chunk(n, 0);
+      for (int64_t j = 0; j < n; ++j)
+        if (j != static_cast<int64_t>(pos) && chunks[j].sizes() == o.sizes() && rms(o.sub(chunks[j])) <= 1e-3 * std::max(rms(chunks[j]), 1e-30))
+          return {"offset", fmt::format("it holds chunk {} of the reduction, where chunk {} belongs", j, pos)};
+    }
+    if (c.op == CollectiveCall::Op::AllGather) {
+      auto got = o.chunk(n, 0);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          if (i != j && got[i].sizes() == inputs[j].sizes() && rms(got[i].sub(inputs[j].to(at::kDouble))) == 0 &&
+              rms(got[i].sub(inputs[i].to(at::kDouble))) > 0)
+            return {"offset", fmt::format("its chunk {} holds rank position {}'s input", i, j)};
+    }
+  }
+  return {"value", fmt::format("its result differs from the fold of its inputs by rms {:.3g} (relative {:.3g})", rms(o.sub(r)), rms(o.sub(r)) / scale_ref)};
+}
+
 }  // namespace
 
 DistResult diff_distributed(const std::string& dir, const DistOptions& options) {
@@ -273,7 +367,8 @@ DistResult diff_distributed(const std::string& dir, const DistOptions& options) 
       gr.collectives.push_back(dc);
     }
     if (options.diff.backend.on_wait) options.diff.backend.on_wait(fmt::format("compiling graph {} on {} ranks", id, world), 0);
-    const std::vector<CompiledRank> compiled = run_compiled_ranks(pp, bp, options, capture);
+    const std::vector<CompiledRank> compiled =
+        run_compiled_ranks(pp, bp, options, capture, [](const Program& p) { return RegionSpec::whole_graph(p.ir); });
     const auto& specs = programs[0].ir.output_specs;
     for (int r = 0; r < world; ++r) {
       const Program& p = programs[static_cast<size_t>(r)];
@@ -307,6 +402,7 @@ DistResult diff_distributed(const std::string& dir, const DistOptions& options) 
           }
         }
         if (counts_as_failing(ov.verdict, options.diff.fail_on_suspicious)) rr.diverged = true;
+        else if (ov.verdict.level == Level::Suspicious) rr.suspicious = true;
         rr.outputs.push_back(std::move(ov));
       }
       if (options.rank_local) {
@@ -317,6 +413,7 @@ DistResult diff_distributed(const std::string& dir, const DistOptions& options) 
         rr.rank_local = diff(rl.program, rl.inputs, options.diff);
       }
       gr.diverged |= rr.diverged || (rr.rank_local && counts_as_failing(*rr.rank_local));
+      gr.suspicious |= rr.suspicious || (rr.rank_local && result_level(*rr.rank_local) == Level::Suspicious);
       gr.compiled_failed |= rr.compiled_failed || (rr.rank_local && rr.rank_local->compiled_failed);
       gr.ranks.push_back(std::move(rr));
     }
@@ -352,7 +449,7 @@ DistResult diff_distributed(const std::string& dir, const DistOptions& options) 
     // Culprits: a rank-local op first; else the collectives; a replicated value that differs on one rank.
     bool rank_local_named = false;
     for (const DistRankResult& rr : gr.ranks) {
-      if (!rr.rank_local || !counts_as_failing(*rr.rank_local)) continue;
+      if (!rr.rank_local || result_level(*rr.rank_local) == Level::Pass) continue;
       DistCulprit c;
       c.kind = "rank_local";
       c.graph = id;
@@ -370,23 +467,83 @@ DistResult diff_distributed(const std::string& dir, const DistOptions& options) 
     }
     std::vector<int> diverged;
     for (const DistRankResult& rr : gr.ranks)
-      if (rr.diverged && !rr.compiled_failed) diverged.push_back(rr.rank);
+      if ((rr.diverged || rr.suspicious) && !rr.compiled_failed) diverged.push_back(rr.rank);
     if (!rank_local_named && !diverged.empty()) {
       DistCulprit c;
       c.graph = id;
       c.rank = diverged.size() == 1 ? diverged[0] : -1;
-      if (options.rank_local) {
+      const std::vector<Boundary> bounds = boundaries_of(programs[0].ir.graph);
+      if (!bounds.empty()) {
+        // No rank-local program diverges (or none was diffed): probe the collectives' boundaries with one more compile of every rank that
+        // also returns each collective's input and the result the graph reads back.
+        if (options.diff.backend.on_wait) options.diff.backend.on_wait(fmt::format("graph {}: probing its collectives", id), 0);
+        const std::vector<CompiledRank> probe = run_compiled_ranks(pp, bp, options, capture, [](const Program& p) {
+          RegionSpec r = RegionSpec::whole_graph(p.ir);
+          for (const Boundary& b : boundaries_of(p.ir.graph))
+            for (ValueId v : {b.call.input, b.result})
+              if (std::find(r.outputs.begin(), r.outputs.end(), v) == r.outputs.end()) r.outputs.push_back(v);
+          return r;
+        });
+        auto value_of = [&](int r, ValueId v) -> at::Tensor {
+          const CompiledRank& cr = probe[static_cast<size_t>(r)];
+          if (!cr.outputs) return {};
+          auto at = std::find(cr.region.outputs.begin(), cr.region.outputs.end(), v);
+          return at == cr.region.outputs.end() ? at::Tensor() : cr.outputs->at(static_cast<size_t>(at - cr.region.outputs.begin())).toTensor();
+        };
+        const Graph& g0 = programs[0].ir.graph;
+        for (const Boundary& b : bounds) {
+          const std::vector<int>& members = capture.groups.at(b.call.group);
+          std::vector<at::Tensor> inputs;
+          for (int m : members) inputs.push_back(value_of(m, b.call.input));
+          const std::string result_name = g0.value(b.result).name;
+          for (int r = 0; r < world; ++r) {
+            const at::Tensor in = value_of(r, b.call.input), out = value_of(r, b.result);
+            if (!in.defined() || !out.defined()) continue;
+            DistBoundary db;
+            db.node = b.call.name;
+            db.rank = r;
+            db.input = judge(in, eager[static_cast<size_t>(r)].collective_inputs.at(b.call.name),
+                             fp64[static_cast<size_t>(r)].collective_inputs.at(b.call.name), options.diff.rule);
+            const at::Tensor ref_e = eager[static_cast<size_t>(r)].collective_values.at(result_name);
+            const at::Tensor ref_f = fp64[static_cast<size_t>(r)].collective_values.at(result_name);
+            db.output = judge(out, ref_e, ref_f, options.diff.rule);
+            db.output_to_fp64 = measure(out, ref_f);
+            const bool culprit = c.kind.empty() && db.input.level == Level::Pass && db.output.level != Level::Pass;
+            gr.boundaries.push_back(db);
+            if (!culprit) continue;
+            auto pos = std::find(members.begin(), members.end(), r);
+            bool all_inputs = std::all_of(inputs.begin(), inputs.end(), [](const at::Tensor& t) { return t.defined(); });
+            auto [kind, detail] = all_inputs ? classify_collective(b.call, static_cast<size_t>(pos - members.begin()), inputs, out, ref_f, ref_e)
+                                             : std::pair<std::string, std::string>{"value", "the other ranks' inputs were not probed"};
+            c.kind = "collective";
+            c.collective_kind = kind;
+            c.rank = r;
+            c.nodes = {b.call.name};
+            c.ops = {g0.node(b.call.node).target};
+            c.sources = {first_source(programs[0], b.call.name)};
+            c.module_paths = {g0.node(b.call.node).source.module_path()};
+            c.summary = fmt::format("graph {} ({}): collective {} ({}{} over group '{}'), {}: its inputs agree on every rank and its result "
+                                    "{} on rank {}: {}", id, gr.kind, b.call.name, collective_op_name(b.call.op),
+                                    b.call.reduce.empty() ? "" : ", " + b.call.reduce, b.call.group, kind,
+                                    db.output.level == Level::Fail ? "fails" : "is suspicious", r, detail);
+          }
+        }
+      }
+      if (c.kind.empty() && options.rank_local) {
         c.kind = "collectives";
         std::vector<std::string> names;
         for (const DistCollective& k : gr.collectives) names.push_back(fmt::format("{} ({} over group '{}')", k.node, k.op, k.group));
-        c.summary = fmt::format("graph {} ({}): every rank's rank-local program agrees with its collectives fed from the reference, "
-                                "but the compiled step diverges on rank{} {}: the compiled collectives ({}) or a communication "
-                                "pass around them", id, gr.kind, diverged.size() > 1 ? "s" : "", fmt::join(diverged, ", "),
-                                names.empty() ? std::string("none in this graph") : fmt::format("{}", fmt::join(names, ", ")));
-      } else {
+        c.summary = fmt::format("graph {} ({}): every rank's rank-local program agrees with its collectives fed from the reference{}, "
+                                "but the compiled step {} on rank{} {}: what reads the collectives' results ({}) in the "
+                                "compiled code, or a communication pass around them", id, gr.kind,
+                                gr.boundaries.empty() ? "" : " and every collective's result agrees", gr.diverged ? "diverges" : "is suspicious",
+                                diverged.size() > 1 ? "s" : "",
+                                fmt::join(diverged, ", "), names.empty() ? std::string("none in this graph") : fmt::format("{}", fmt::join(names, ", ")));
+      } else if (c.kind.empty()) {
         c.kind = "inconclusive";
-        c.summary = fmt::format("graph {} ({}): the compiled step diverges on rank{} {}; the rank-local programs were not diffed "
-                                "(--no-rank-local)", id, gr.kind, diverged.size() > 1 ? "s" : "", fmt::join(diverged, ", "));
+        c.summary = fmt::format("graph {} ({}): the compiled step {} on rank{} {}, every collective's result agrees; the rank-local "
+                                "programs were not diffed (--no-rank-local)", id, gr.kind, gr.diverged ? "diverges" : "is suspicious",
+                                diverged.size() > 1 ? "s" : "", fmt::join(diverged, ", "));
       }
       result.culprits.push_back(std::move(c));
     }
@@ -402,6 +559,8 @@ DistResult diff_distributed(const std::string& dir, const DistOptions& options) 
       }
     result.diverged |= gr.diverged || std::any_of(gr.across.begin(), gr.across.end(), [](const DistAcrossRanks& a) { return !a.equal; });
     result.compiled_failed |= gr.compiled_failed;
+    if (gr.diverged) gr.suspicious = false;
+    result.suspicious |= gr.suspicious;
     result.graphs.push_back(std::move(gr));
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

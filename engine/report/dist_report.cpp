@@ -35,13 +35,14 @@ std::string to_text(const DistResult& r) {
                                 r.backend, r.compiled, r.process_backend);
   for (const DistGraphResult& g : r.graphs) {
     out += fmt::format("\ngraph {} ({}{}): {}\n", g.graph, g.kind, g.where.empty() ? "" : ", " + g.where,
-                       g.compiled_failed ? "COMPILE FAILED" : g.diverged ? "DIVERGES" : "agrees");
+                       g.compiled_failed ? "COMPILE FAILED" : g.diverged ? "DIVERGES" : g.suspicious ? "SUSPICIOUS" : "agrees");
     for (const DistCollective& c : g.collectives)
       out += fmt::format("  collective {} ({}{} over group '{}'){}: eager's fold vs fp64's, max rel {:.3g}\n", c.node, c.op,
                          c.reduce.empty() ? "" : ", " + c.reduce, c.group, c.source.empty() ? "" : " at " + c.source, c.eager_max_relative);
     for (const DistRankResult& rr : g.ranks) {
       out += fmt::format("  rank {}: {}", rr.rank, rr.compiled_failed ? "compiled step failed: " + rr.compile_message
-                                                   : rr.diverged ? "compiled step DIVERGES" : "compiled step agrees");
+                                                   : rr.diverged ? "compiled step DIVERGES"
+                                                   : rr.suspicious ? "compiled step SUSPICIOUS" : "compiled step agrees");
       if (!rr.compiled_failed) out += fmt::format(" (compile {:.1f} s, run {:.3f} s)", rr.compile_seconds, rr.run_seconds);
       out += "\n";
       for (const OutputVerdict& o : rr.outputs)
@@ -52,6 +53,9 @@ std::string to_text(const DistResult& r) {
         if (!rr.fed.empty()) out += fmt::format("      fed from the reference: {}\n", fmt::join(rr.fed, ", "));
       }
     }
+    for (const DistBoundary& b : g.boundaries)
+      out += fmt::format("  boundary {} on rank {}: input {} ({}), result {} ({}, max abs {:.3g} to fp64)\n", b.node, b.rank,
+                         level_name(b.input.level), b.input.reason, level_name(b.output.level), b.output.reason, b.output_to_fp64.max_abs);
     for (const DistAcrossRanks& a : g.across)
       out += a.equal ? fmt::format("  across ranks: {} bit-identical on every compiled rank, as in the reference\n", a.output)
                      : fmt::format("  across ranks: {} differs on rank{} {} from rank 0 (max abs {:.3g}), equal in the reference\n",
@@ -60,9 +64,9 @@ std::string to_text(const DistResult& r) {
   out += "\n";
   if (r.culprits.empty())
     out += r.compiled_failed ? "no culprit: a compiled rank failed (above)\n"
-                             : r.diverged ? "no culprit named\n" : "every rank agrees with the reference\n";
+                             : r.diverged || r.suspicious ? "no culprit named\n" : "every rank agrees with the reference\n";
   for (const DistCulprit& c : r.culprits) {
-    out += fmt::format("culprit ({}): {}\n", c.kind, c.summary);
+    out += fmt::format("culprit ({}{}): {}\n", c.kind, c.collective_kind.empty() ? "" : ", " + c.collective_kind, c.summary);
     for (size_t i = 0; i < c.nodes.size(); ++i)
       out += fmt::format("  {} ({}){}{}\n", c.nodes[i], i < c.ops.size() ? c.ops[i] : "",
                          i < c.sources.size() && !c.sources[i].empty() ? " at " + c.sources[i] : "",
@@ -74,18 +78,18 @@ std::string to_text(const DistResult& r) {
 
 std::string to_json(const DistResult& r) {
   json doc = {{"format", "pt2diff dist 1"}, {"dir", r.dir}, {"world_size", r.world_size}, {"backend", r.backend},
-              {"compiled", r.compiled}, {"process_backend", r.process_backend}, {"diverged", r.diverged},
+              {"compiled", r.compiled}, {"process_backend", r.process_backend}, {"diverged", r.diverged}, {"suspicious", r.suspicious},
               {"compiled_failed", r.compiled_failed}, {"seconds", r.seconds}};
   json graphs = json::array();
   for (const DistGraphResult& g : r.graphs) {
-    json jg = {{"graph", g.graph}, {"kind", g.kind}, {"where", g.where}, {"diverged", g.diverged}, {"compiled_failed", g.compiled_failed}};
+    json jg = {{"graph", g.graph}, {"kind", g.kind}, {"where", g.where}, {"diverged", g.diverged}, {"suspicious", g.suspicious}, {"compiled_failed", g.compiled_failed}};
     jg["collectives"] = json::array();
     for (const DistCollective& c : g.collectives)
       jg["collectives"].push_back({{"node", c.node}, {"op", c.op}, {"group", c.group}, {"reduce", c.reduce}, {"source", c.source},
                                    {"eager_max_relative", c.eager_max_relative}});
     jg["ranks"] = json::array();
     for (const DistRankResult& rr : g.ranks) {
-      json jr = {{"rank", rr.rank}, {"archive", rr.archive}, {"diverged", rr.diverged}, {"compiled_failed", rr.compiled_failed},
+      json jr = {{"rank", rr.rank}, {"archive", rr.archive}, {"diverged", rr.diverged}, {"suspicious", rr.suspicious}, {"compiled_failed", rr.compiled_failed},
                  {"compile_message", rr.compile_message}, {"compile_seconds", rr.compile_seconds}, {"run_seconds", rr.run_seconds},
                  {"fed", rr.fed}};
       jr["outputs"] = json::array();
@@ -97,6 +101,11 @@ std::string to_json(const DistResult& r) {
       jr["rank_local"] = rr.rank_local ? json::parse(to_json(*rr.rank_local)) : json();
       jg["ranks"].push_back(std::move(jr));
     }
+    jg["boundaries"] = json::array();
+    for (const DistBoundary& b : g.boundaries)
+      jg["boundaries"].push_back({{"node", b.node}, {"rank", b.rank}, {"input", level_name(b.input.level)}, {"input_reason", b.input.reason},
+                                  {"output", level_name(b.output.level)}, {"output_reason", b.output.reason},
+                                  {"output_to_fp64_max_abs", b.output_to_fp64.max_abs}});
     jg["across"] = json::array();
     for (const DistAcrossRanks& a : g.across)
       jg["across"].push_back({{"output", a.output}, {"equal", a.equal}, {"differing", a.differing}, {"max_abs", a.max_abs}});
@@ -106,7 +115,7 @@ std::string to_json(const DistResult& r) {
   json culprits = json::array();
   for (const DistCulprit& c : r.culprits)
     culprits.push_back({{"kind", c.kind}, {"graph", c.graph}, {"rank", c.rank}, {"nodes", c.nodes}, {"ops", c.ops}, {"sources", c.sources},
-                        {"module_paths", c.module_paths}, {"summary", c.summary}});
+                        {"module_paths", c.module_paths}, {"collective_kind", c.collective_kind}, {"summary", c.summary}});
   doc["culprits"] = std::move(culprits);
   return doc.dump(1) + "\n";
 }

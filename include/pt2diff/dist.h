@@ -54,6 +54,17 @@ struct DistCollective {
   double eager_max_relative = 0;
 };
 
+/// One collective's boundary on one rank of the compiled step, judged against the lockstep reference (compiled vs
+/// eager, fp64 as referee): what it was given (its input) and what the graph read back (its wait's result). Probed
+/// by one more compile of every rank that also returns these values, only when every rank-local program agrees and
+/// the compiled step does not.
+struct DistBoundary {
+  std::string node;   ///< the collective
+  int rank = 0;
+  Verdict input, output;
+  Metrics output_to_fp64;
+};
+
 /// One rank's graph.
 struct DistRankResult {
   int rank = 0;
@@ -64,6 +75,7 @@ struct DistRankResult {
   std::string compile_message;
   double compile_seconds = 0, run_seconds = 0;
   bool diverged = false;                ///< an output fails the rule
+  bool suspicious = false;              ///< an output is suspicious (the rule passes, its error is many times eager's)
   /// The rank-local program (collectives cut out and fed from eager's values) through diff(): every node judged,
   /// a culprit named when it diverges. nullopt with DistOptions::rank_local off.
   std::optional<DiffResult> rank_local;
@@ -86,7 +98,10 @@ struct DistGraphResult {
   std::vector<DistCollective> collectives;
   std::vector<DistRankResult> ranks;
   std::vector<DistAcrossRanks> across;
+  /// The collectives' boundaries per rank (collective order, then rank), when they were probed.
+  std::vector<DistBoundary> boundaries;
   bool diverged = false;
+  bool suspicious = false;  ///< a rank's output or rank-local program is suspicious and none fails
   bool compiled_failed = false;
 };
 
@@ -94,12 +109,17 @@ struct DistGraphResult {
 struct DistCulprit {
   /// "rank_local": an op or window of one rank's own program diverges with its collectives fed from the reference
   /// (`rank_local` localization named it); "collectives": every rank-local program agrees and the whole compiled step
-  /// does not: the compiled collectives or a communication pass around them; "rank_alone": a value the reference
+  /// does not: the compiled collectives or a communication pass around them; "collective": the first collective whose
+  /// inputs pass and whose result fails on some rank (`collective_kind` says how); "rank_alone": a value the reference
   /// makes equal on every rank differs on this rank only; "inconclusive": a rank diverges and none of these explains it.
   std::string kind;
   int graph = -1;
   int rank = -1;
-  std::vector<std::string> nodes, ops, sources, module_paths;  ///< the rank-local culprit's (empty for other kinds)
+  std::vector<std::string> nodes, ops, sources, module_paths;  ///< the rank-local culprit's, or the collective's
+  /// For kind "collective", stable: "read_before_wait" (the rank's result is its own input, unreduced), "scale" (the
+  /// reference times a constant: a double scaling), "precision" (the fold of the inputs rounded to float16 or
+  /// bfloat16), "offset" (another rank's chunk where its own belongs), "value" (none of these).
+  std::string collective_kind;
   std::string summary;  ///< one line
 };
 
@@ -110,8 +130,11 @@ struct DistResult {
   std::string compiled;       ///< the compiled side ("inductor")
   std::string process_backend;  ///< the compiled ranks' process group ("gloo")
   std::vector<DistGraphResult> graphs;
+  /// One per graph where a rank fails or is suspicious (suspicious ones are searched too: an error that an absolute
+  /// tolerance hides, as a collective in float16 does under the default rule, is still many times eager's).
   std::vector<DistCulprit> culprits;
   bool diverged = false;
+  bool suspicious = false;
   bool compiled_failed = false;
   double seconds = 0;
 };

@@ -10,8 +10,10 @@ folder holds its forward and backward graphs, and the forward lists the all_redu
 The same capture is then judged by `pt2diff dist` (docs/distributed.md): every rank's graphs in lockstep against one
 fp64 step, the compiled ranks in a real gloo group. The clean step agrees; a lowering bug planted in Inductor's relu at
 the shape only rank 1 has (its uneven shard: tests/engine/localize/planted_lowering.py) is named at relu, on rank 1,
-with its source line, though the all_reduce carries its error into rank 0's compiled output too; a folder without
-every rank, and a collective run by the single-graph diff, are one line and exit 2.
+with its source line, though the all_reduce carries its error into rank 0's compiled output too; bugs planted in
+Inductor's lowering of the all_reduce (tests/engine/dist/collective_bug_worker.py) are each named at the all_reduce
+as their kind: a double scaling, a collective in float16, a read before the wait; a folder without every rank, and a
+collective run by the single-graph diff, are one line and exit 2.
 """
 import json
 import os
@@ -26,6 +28,7 @@ from cli_case import CliTestCase  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "..", "python"))
 BUG_WORKER = os.path.normpath(os.path.join(HERE, "..", "..", "engine", "localize", "lowering_bug_worker.py"))
+COLLECTIVE_BUG_WORKER = os.path.normpath(os.path.join(HERE, "..", "..", "engine", "dist", "collective_bug_worker.py"))
 
 
 class TwoRanks(CliTestCase):
@@ -108,6 +111,34 @@ class TwoRanks(CliTestCase):
         self.assertEqual(rank0["rank_local"]["level"], "pass")
         self.assertEqual(rank1["rank_local"]["level"], "fail")
         self.assertIn("culprit (rank_local): graph 0 (forward), rank 1: relu", p.stdout)
+
+    def test_dist_names_each_planted_collective_bug_as_its_kind(self):
+        import concurrent.futures
+
+        def run(kind):
+            report = os.path.join(self.tmp, f"{kind}.json")
+            p = self.dist("--graph", "0", "--no-rank-local", "--json", report,
+                          "--compiled", f"external:{sys.executable} {COLLECTIVE_BUG_WORKER}",
+                          env={"PT2DIFF_PLANT_COLLECTIVE": kind})
+            with open(report) as f:
+                return p, json.load(f)
+
+        kinds = {"scale": 1, "precision": 0, "read_before_wait": 1}  # float16's error passes allclose: suspicious, exit 0
+        with concurrent.futures.ThreadPoolExecutor(len(kinds)) as pool:
+            runs = dict(zip(kinds, pool.map(run, kinds)))
+        for kind, (p, r) in runs.items():
+            with self.subTest(kind=kind):
+                self.assertEqual(p.returncode, kinds[kind], p.stdout[-3000:] + p.stderr[-1500:])
+                self.assertEqual([(c["kind"], c["collective_kind"], c["nodes"], c["graph"]) for c in r["culprits"]],
+                                 [("collective", kind, ["all_reduce"], 0)], p.stdout[-3000:])
+                self.assertIn("tp_step.py:", r["culprits"][0]["sources"][0])
+                # What each rank gave the all_reduce agrees; what it read back does not.
+                boundaries = r["graphs"][0]["boundaries"]
+                self.assertEqual(sorted((b["rank"], b["input"]) for b in boundaries), [(0, "pass"), (1, "pass")])
+                self.assertTrue(all(b["output"] != "pass" for b in boundaries), boundaries)
+        self.assertIn("2 x the reference's", runs["scale"][1]["culprits"][0]["summary"])
+        self.assertIn("rounded to float16", runs["precision"][1]["culprits"][0]["summary"])
+        self.assertIn("its own input, unreduced", runs["read_before_wait"][1]["culprits"][0]["summary"])
 
     def test_dist_from_python(self):
         try:

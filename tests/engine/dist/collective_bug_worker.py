@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""The Inductor worker with a bug planted in Inductor's lowering of `_c10d_functional.all_reduce`, for pt2diff dist's
+tests (tests/python/pt2diff_capture/test_capture_ranks.py, docs/distributed.md). PT2DIFF_PLANT_COLLECTIVE says which:
+
+- "scale": the reduced result multiplied by 2 once more (a double scaling, as a gradient divided twice or a Partial
+  placement reduced twice);
+- "precision": the input cast to float16, reduced in float16, cast back (a collective in reduced precision);
+- "read_before_wait": the all_reduce is issued, but the value the graph goes on with is the rank's own input, as read
+  before the reduction lands.
+
+The graph Inductor lowers is the real one; the bug is in the compiled code only. Every rank's worker runs the same bug,
+as every rank of a job runs the same compiler. Everything else is the real worker (engine/backends/inductor_worker.py);
+the FX graph and AOTAutograd caches are off, so no graph compiled without the bug is reused.
+"""
+import os
+import runpy
+import sys
+
+import torch
+import torch._functorch.config
+import torch._inductor.config
+from torch._inductor import lowering as L
+
+torch._inductor.config.fx_graph_cache = False
+torch._functorch.config.enable_autograd_cache = False
+torch._inductor.config.emulate_precision_casts = True  # keeps the planted float16 rounding (Inductor elides a cast pair)
+
+KIND = os.environ.get("PT2DIFF_PLANT_COLLECTIVE", "scale")
+c10d = torch.ops._c10d_functional
+aten = torch.ops.aten
+# Inductor's post-grad passes make the graph's all_reduce the in-place all_reduce_ before lowering: both are planted.
+# A value computed from the collective's buffer must come after its wait (a pointwise lowered on it before the wait
+# reads the buffer before the reduction lands): the scaling and the rounding of the result are planted in the wait.
+_right = {k: L.lowerings[k] for k in (c10d.all_reduce.default, c10d.all_reduce_.default, c10d.wait_tensor.default)}
+
+
+def _half(x):
+    """x rounded to float16 and back to its dtype."""
+    return L.to_dtype(L.to_dtype(x, torch.float16), x.get_dtype())
+
+
+def _all_reduce(key):
+    def wrong(inp, reduce_op, group_name):
+        if KIND == "precision":  # what the collective sends is float16
+            if key == c10d.all_reduce_.default:
+                L.lowerings[aten.copy_.default](inp, _half(inp))
+            else:
+                inp = _half(inp)
+        if KIND == "read_before_wait":
+            own = L.clone(inp)
+            own.realize()
+            _right[key](inp, reduce_op, group_name)
+            return own
+        return _right[key](inp, reduce_op, group_name)
+    return wrong
+
+
+def _wait(inp):
+    out = _right[c10d.wait_tensor.default](inp)
+    if KIND == "scale":
+        return L.lowerings[aten.mul.Tensor](out, 2.0)
+    if KIND == "precision":  # ... and what it returns
+        return _half(out)
+    return out
+
+
+if KIND not in ("scale", "precision", "read_before_wait"):
+    raise SystemExit(f"PT2DIFF_PLANT_COLLECTIVE={KIND}: scale, precision or read_before_wait")
+for packet, key in ((c10d.all_reduce, c10d.all_reduce.default), (c10d.all_reduce_, c10d.all_reduce_.default)):
+    L.lowerings[packet] = L.lowerings[key] = _all_reduce(key)
+L.lowerings[c10d.wait_tensor] = L.lowerings[c10d.wait_tensor.default] = _wait
+
+worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "engine", "backends", "inductor_worker.py")
+sys.argv = [worker] + sys.argv[1:]
+runpy.run_path(worker, run_name="__main__")
