@@ -656,6 +656,25 @@ def ren_training(d):
                   "pt2diff / (eager + cold compile)"], rows)
 
 
+def ren_dist(d):
+    """bench/dist_bench.py's rows (run by hand: bench/results/dist.json): `pt2diff dist` on the tensor-parallel step
+    against the user's own compiled step on the same ranks."""
+    def gib(b):
+        return f"{b / 2**30:.2f} GiB"
+    rows = []
+    for r in d["rows"]:
+        full, outs = r["dist"], r["dist_outputs_only"]
+        base = r["user_s"]
+        rows.append([str(r["ranks"]), f"{fmt_time(r['user_s'])}, {gib(r['user_peak'])}", f"{fmt_time(r['capture_s'])}, {gib(r['capture_peak'])}",
+                     f"{fmt_time(full['wall_s'])}, {gib(full['peak'])} ({full['verdict']}, {full['graphs']} graphs)",
+                     f"{fmt_time(outs['wall_s'])}, {gib(outs['peak'])}",
+                     f"{full['wall_s'] / base:.2f}x / {outs['wall_s'] / base:.2f}x",
+                     f"{full['peak'] / r['user_peak']:.2f}x / {outs['peak'] / r['user_peak']:.2f}x"])
+    return table(["ranks", "the user's compiled step (time, memory)", "capture", "pt2diff dist", "pt2diff dist --no-rank-local",
+                  "time / the user's step", "memory / the user's step"], rows)
+
+
+RENDERERS["dist"] = ren_dist  # rendered from results only: bench/dist_bench.py, run by hand
 RENDERERS["training"] = ren_training  # rendered from results only: bench/training_bench.py, run by hand
 RENDERERS["training_many_cpus"] = ren_training  # bench/training_bench.py --result training_many_cpus (4+ CPUs: overlap)
 

@@ -33,7 +33,7 @@ LAYERS = [
     ("compilers", ["engine/backends"], "one backend per compiled side"),
     ("experiments", ["engine/hints"], "the hints' experiments"),
     ("the job", ["engine/diff"], "the stage table and its stages"),
-    ("around the job", ["engine/sweep", "engine/report"], "sweeps, sizes, recheck; text, JSON, HTML"),
+    ("around the job", ["engine/sweep", "engine/dist", "engine/report"], "sweeps, sizes, recheck, distributed steps; text, JSON, HTML"),
     ("front ends", ["engine/cli", "engine/python"], "the CLI and the Python binding"),
 ]
 #: The Python packages (python/), bottom first, with what they are; they run apart from the engine (the worker is a

@@ -32,6 +32,9 @@ class TP(torch.nn.Module):
 model = TP()
 torch.manual_seed(0)
 x = torch.randn(4, 8)  # the same on every rank
-compiled = torch.compile(model, backend=pt2diff_capture.capture_backend(sys.argv[1], training=True, quiet=True))
+# TP_BACKEND=inductor: the user's own compiled step (bench/dist_bench.py's baseline), nothing captured.
+backend = "inductor" if os.environ.get("TP_BACKEND") == "inductor" else \
+    pt2diff_capture.capture_backend(sys.argv[1], training=True, quiet=True)
+compiled = torch.compile(model, backend=backend)
 compiled(x).pow(2).sum().backward()
 dist.destroy_process_group()
