@@ -6,7 +6,9 @@ tests (tests/python/pt2diff_capture/test_capture_ranks.py, docs/distributed.md).
   placement reduced twice);
 - "precision": the input cast to float16, reduced in float16, cast back (a collective in reduced precision);
 - "read_before_wait": the all_reduce is issued, but the value the graph goes on with is the rank's own input, as read
-  before the reduction lands.
+  before the reduction lands;
+- "offset": every waited result rolled by one rank's chunk along dim 0 (an all_gather whose chunks land one rank off,
+  as a wrong bucket offset puts them); PT2DIFF_PLANT_WORLD (default 2) gives the chunk count.
 
 The graph Inductor lowers is the real one; the bug is in the compiled code only. Every rank's worker runs the same bug,
 as every rank of a job runs the same compiler. Everything else is the real worker (engine/backends/inductor_worker.py);
@@ -61,11 +63,17 @@ def _wait(inp):
         return L.lowerings[aten.mul.Tensor](out, 2.0)
     if KIND == "precision":  # ... and what it returns
         return _half(out)
+    if KIND == "offset":
+        size = int(out.get_size()[0])
+        shift = size // int(os.environ.get("PT2DIFF_PLANT_WORLD", "2"))
+        tail = L.lowerings[aten.slice.Tensor](out, 0, size - shift, size)
+        head = L.lowerings[aten.slice.Tensor](out, 0, 0, size - shift)
+        return L.lowerings[aten.cat.default]([tail, head], 0)
     return out
 
 
-if KIND not in ("scale", "precision", "read_before_wait"):
-    raise SystemExit(f"PT2DIFF_PLANT_COLLECTIVE={KIND}: scale, precision or read_before_wait")
+if KIND not in ("scale", "precision", "read_before_wait", "offset"):
+    raise SystemExit(f"PT2DIFF_PLANT_COLLECTIVE={KIND}: scale, precision, read_before_wait or offset")
 for packet, key in ((c10d.all_reduce, c10d.all_reduce.default), (c10d.all_reduce_, c10d.all_reduce_.default)):
     L.lowerings[packet] = L.lowerings[key] = _all_reduce(key)
 L.lowerings[c10d.wait_tensor] = L.lowerings[c10d.wait_tensor.default] = _wait
