@@ -83,8 +83,8 @@ def measured(argv, env):
 def row(cli, python, n, tmp):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1")
     cache = tempfile.mkdtemp(prefix="inductor-", dir=tmp)
-    user_wall, user_peak, _, _ = measured([python, "-m", "torch.distributed.run", "--nproc-per-node", str(n), "--master-port",
-                                           "0", SCRIPT, os.path.join(tmp, "unused")],
+    user_wall, user_peak, _, _ = measured([python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(n),
+                                           SCRIPT, os.path.join(tmp, "unused")],
                                           dict(env, TP_BACKEND="inductor", TORCHINDUCTOR_CACHE_DIR=cache))
     out = os.path.join(tmp, f"captured_{n}")
     cap_wall, cap_peak, _, _ = measured([python, "-m", "pt2diff_capture", "ranks", "--nproc", str(n), SCRIPT, out], env)

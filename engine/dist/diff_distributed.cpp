@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -173,6 +174,8 @@ std::vector<CompiledRank> run_compiled_ranks(const std::vector<const Program*>& 
         pg.timeout_seconds = options.collective_timeout_seconds;
         pg.groups = capture.other_groups;
         bo.process_group = pg;
+        // NCCL needs a GPU per rank: rank r compiles and runs on cuda:r, as torchrun's LOCAL_RANK places it.
+        if (options.process_backend == "nccl" && bo.device.rfind("cuda", 0) == 0) bo.device = fmt::format("cuda:{}", r);
         auto backend = make_backend(options.diff.compiled, p, bo);
         c.region = make_region(p);
         const std::vector<c10::IValue> all = graph_input_values(p, *inputs[static_cast<size_t>(r)]);
@@ -230,6 +233,60 @@ std::string first_source(const Program& p, const std::string& node) {
   return {};
 }
 
+
+/// Each tensor output of rank `p`'s compiled step judged against the lockstep eager run, fp64 as referee.
+std::vector<OutputVerdict> judge_rank_outputs(const Program& p, const CompiledRank& c, const RankRun& eager, const RankRun& fp64,
+                                              const DistOptions& options) {
+  std::vector<OutputVerdict> out;
+  for (size_t i = 0; i < p.ir.output_specs.size(); ++i) {
+    const OutputSpec& spec = p.ir.output_specs[i];
+    const c10::IValue& e = eager.result.outputs.at(i);
+    const c10::IValue& f = fp64.result.outputs.at(i);
+    if (!e.isTensor()) continue;
+    OutputVerdict ov;
+    ov.name = ov.value = rank_output_name(p, spec);
+    ov.role = std::string(output_kind_name(spec.kind));
+    const c10::IValue cv = compiled_output(c, spec);
+    if (!cv.isTensor()) {
+      ov.verdict.pass = false;
+      ov.verdict.level = Level::Fail;
+      ov.verdict.reason = "no_compiled_value";
+      ov.verdict.detail = c.failure.empty() ? "the compiled rank returned no value for it" : c.failure;
+    } else {
+      const at::Tensor ct = cv.toTensor(), et = e.toTensor(), ft = f.isTensor() ? f.toTensor() : at::Tensor();
+      ov.verdict = judge(ct, et, ft, options.diff.rule);
+      if (ft.defined() && ct.sizes() == ft.sizes()) {
+        ov.compiled_to_fp64 = measure(ct, ft);
+        ov.eager_to_fp64 = measure(et, ft);
+      }
+    }
+    out.push_back(std::move(ov));
+  }
+  return out;
+}
+
+/// Inductor's communication passes and the value that turns each off: all off by default in torch 2.11-2.14, so the
+/// search tries the ones the run turned on (`--inductor-config`).
+const std::vector<std::pair<std::string, std::string>>& communication_passes() {
+  static const std::vector<std::pair<std::string, std::string>> passes = {
+      {"reorder_for_compute_comm_overlap", "False"}, {"bucket_all_gathers_fx", "'none'"}, {"bucket_reduce_scatters_fx", "'none'"},
+      {"bucket_all_reduces_fx", "'none'"}, {"_fuse_ddp_communication", "False"}};
+  return passes;
+}
+
+/// The value `config` ("key=value" entries, the last one wins) gives `key`, or nullopt.
+std::optional<std::string> config_value(const std::vector<std::string>& config, const std::string& key) {
+  std::optional<std::string> v;
+  for (const std::string& kv : config)
+    if (kv.rfind(key + "=", 0) == 0) v = kv.substr(key.size() + 1);
+  return v;
+}
+
+/// "'none'" and "\"none\"" alike.
+std::string unquoted(std::string v) {
+  if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+  return v;
+}
 
 /// Each collective (not its wait) with the value the graph reads back: its wait's result, or its own when none waits.
 struct Boundary {
@@ -379,31 +436,10 @@ DistResult diff_distributed(const std::string& dir, const DistOptions& options) 
       rr.compile_seconds = c.compile_seconds;
       rr.run_seconds = c.run_seconds;
       if (!c.failure.empty()) rr.compiled_failed = true, rr.compile_message = c.failure;
-      for (size_t i = 0; i < p.ir.output_specs.size(); ++i) {
-        const OutputSpec& spec = p.ir.output_specs[i];
-        const c10::IValue& e = eager[static_cast<size_t>(r)].result.outputs.at(i);
-        const c10::IValue& f = fp64[static_cast<size_t>(r)].result.outputs.at(i);
-        if (!e.isTensor()) continue;
-        OutputVerdict ov;
-        ov.name = ov.value = rank_output_name(p, spec);
-        ov.role = std::string(output_kind_name(spec.kind));
-        const c10::IValue cv = compiled_output(c, spec);
-        if (!cv.isTensor()) {
-          ov.verdict.pass = false;
-          ov.verdict.level = Level::Fail;
-          ov.verdict.reason = "no_compiled_value";
-          ov.verdict.detail = rr.compiled_failed ? rr.compile_message : "the compiled rank returned no value for it";
-        } else {
-          const at::Tensor ct = cv.toTensor(), et = e.toTensor(), ft = f.isTensor() ? f.toTensor() : at::Tensor();
-          ov.verdict = judge(ct, et, ft, options.diff.rule);
-          if (ft.defined() && ct.sizes() == ft.sizes()) {
-            ov.compiled_to_fp64 = measure(ct, ft);
-            ov.eager_to_fp64 = measure(et, ft);
-          }
-        }
+      rr.outputs = judge_rank_outputs(p, c, eager[static_cast<size_t>(r)], fp64[static_cast<size_t>(r)], options);
+      for (const OutputVerdict& ov : rr.outputs) {
         if (counts_as_failing(ov.verdict, options.diff.fail_on_suspicious)) rr.diverged = true;
         else if (ov.verdict.level == Level::Suspicious) rr.suspicious = true;
-        rr.outputs.push_back(std::move(ov));
       }
       if (options.rank_local) {
         RankLocal rl = rank_local_program(p, bound[static_cast<size_t>(r)], eager[static_cast<size_t>(r)]);
@@ -515,6 +551,15 @@ DistResult diff_distributed(const std::string& dir, const DistOptions& options) 
             bool all_inputs = std::all_of(inputs.begin(), inputs.end(), [](const at::Tensor& t) { return t.defined(); });
             auto [kind, detail] = all_inputs ? classify_collective(b.call, static_cast<size_t>(pos - members.begin()), inputs, out, ref_f, ref_e)
                                              : std::pair<std::string, std::string>{"value", "the other ranks' inputs were not probed"};
+            // Another collective's result where this one's belongs: a bucket split at the wrong offset.
+            for (const Boundary& other : bounds) {
+              if (kind != "value" || other.call.name == b.call.name) continue;
+              auto ref_other = fp64[static_cast<size_t>(r)].collective_values.find(g0.value(other.result).name);
+              if (ref_other == fp64[static_cast<size_t>(r)].collective_values.end() || ref_other->second.numel() != out.numel()) continue;
+              const at::Tensor o = out.to(at::kDouble).flatten(), x = ref_other->second.to(at::kDouble).flatten();
+              if (rms(o.sub(x)) <= 1e-6 * std::max(rms(x), 1e-30))
+                kind = "offset", detail = fmt::format("it holds the result of collective {}: a bucket split at the wrong offset", other.call.name);
+            }
             c.kind = "collective";
             c.collective_kind = kind;
             c.rank = r;
@@ -528,6 +573,35 @@ DistResult diff_distributed(const std::string& dir, const DistOptions& options) 
                                     db.output.level == Level::Fail ? "fails" : "is suspicious", r, detail);
           }
         }
+      }
+      // A communication pass the run turned on: every rank compiled again without it, one pass at a time.
+      // Also when a collective was named: the pass may be what broke it (a bucket split at the wrong offset).
+      for (const auto& [key, off] : communication_passes()) {
+        if (!c.kind.empty() && c.kind != "collective") break;
+        const auto on = config_value(options.diff.backend.inductor_config, key);
+        if (!on || unquoted(*on) == unquoted(off)) continue;
+        DistOptions without = options;
+        without.diff.backend.inductor_config.push_back(key + "=" + off);
+        if (options.diff.backend.on_wait) options.diff.backend.on_wait(fmt::format("graph {}: every rank without {}", id, key), 0);
+        const std::vector<CompiledRank> again =
+            run_compiled_ranks(pp, bp, without, capture, [](const Program& p) { return RegionSpec::whole_graph(p.ir); });
+        bool agrees = true;
+        for (int r = 0; r < world && agrees; ++r) {
+          if (!again[static_cast<size_t>(r)].failure.empty()) agrees = false;
+          for (const OutputVerdict& ov : judge_rank_outputs(programs[static_cast<size_t>(r)], again[static_cast<size_t>(r)],
+                                                             eager[static_cast<size_t>(r)], fp64[static_cast<size_t>(r)], options))
+            if (ov.verdict.level != Level::Pass) agrees = false;
+        }
+        gr.passes_tried.push_back(fmt::format("{}={}: {}", key, off, agrees ? "every rank agrees" : "still diverges"));
+        if (!agrees) continue;
+        const std::string named = c.kind == "collective" ? fmt::format(". It breaks collective {} ({}): {}", c.nodes.at(0), c.collective_kind,
+                                                                       c.summary.substr(c.summary.find(": ") + 2)) : "";
+        c.kind = "communication_pass";
+        c.summary = fmt::format("graph {} ({}): the communication pass {} (turned on: {}={}) makes the compiled step {} on rank{} {}; with "
+                                "{}={} every rank agrees (one compile of every rank without it); in your program: "
+                                "torch._inductor.config.{} = {}", id, gr.kind, key, key, *on, gr.diverged ? "diverge" : "suspicious",
+                                diverged.size() > 1 ? "s" : "", fmt::join(diverged, ", "), key, off, key, off) + named;
+        break;
       }
       if (c.kind.empty() && options.rank_local) {
         c.kind = "collectives";

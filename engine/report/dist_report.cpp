@@ -56,6 +56,7 @@ std::string to_text(const DistResult& r) {
     for (const DistBoundary& b : g.boundaries)
       out += fmt::format("  boundary {} on rank {}: input {} ({}), result {} ({}, max abs {:.3g} to fp64)\n", b.node, b.rank,
                          level_name(b.input.level), b.input.reason, level_name(b.output.level), b.output.reason, b.output_to_fp64.max_abs);
+    for (const std::string& t : g.passes_tried) out += "  without the communication pass " + t + "\n";
     for (const DistAcrossRanks& a : g.across)
       out += a.equal ? fmt::format("  across ranks: {} bit-identical on every compiled rank, as in the reference\n", a.output)
                      : fmt::format("  across ranks: {} differs on rank{} {} from rank 0 (max abs {:.3g}), equal in the reference\n",
@@ -106,6 +107,7 @@ std::string to_json(const DistResult& r) {
       jg["boundaries"].push_back({{"node", b.node}, {"rank", b.rank}, {"input", level_name(b.input.level)}, {"input_reason", b.input.reason},
                                   {"output", level_name(b.output.level)}, {"output_reason", b.output.reason},
                                   {"output_to_fp64_max_abs", b.output_to_fp64.max_abs}});
+    jg["passes_tried"] = g.passes_tried;
     jg["across"] = json::array();
     for (const DistAcrossRanks& a : g.across)
       jg["across"].push_back({{"output", a.output}, {"equal", a.equal}, {"differing", a.differing}, {"max_abs", a.max_abs}});

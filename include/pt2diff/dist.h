@@ -100,6 +100,9 @@ struct DistGraphResult {
   std::vector<DistAcrossRanks> across;
   /// The collectives' boundaries per rank (collective order, then rank), when they were probed.
   std::vector<DistBoundary> boundaries;
+  /// The communication passes the run turned on, each tried off on every rank: "bucket_all_gathers_fx='none': every
+  /// rank agrees" (docs/distributed.md).
+  std::vector<std::string> passes_tried;
   bool diverged = false;
   bool suspicious = false;  ///< a rank's output or rank-local program is suspicious and none fails
   bool compiled_failed = false;
@@ -110,7 +113,9 @@ struct DistCulprit {
   /// "rank_local": an op or window of one rank's own program diverges with its collectives fed from the reference
   /// (`rank_local` localization named it); "collectives": every rank-local program agrees and the whole compiled step
   /// does not: the compiled collectives or a communication pass around them; "collective": the first collective whose
-  /// inputs pass and whose result fails on some rank (`collective_kind` says how); "rank_alone": a value the reference
+  /// inputs pass and whose result fails on some rank (`collective_kind` says how); "communication_pass": a pass of
+  /// Inductor's that the run turned on (bucketing, reordering for overlap) without which every rank agrees, verified
+  /// by one compile of every rank without it; "rank_alone": a value the reference
   /// makes equal on every rank differs on this rank only; "inconclusive": a rank diverges and none of these explains it.
   std::string kind;
   int graph = -1;

@@ -120,7 +120,7 @@ class Worker:
         regions to inline."""
         if req.get("process_group"):  # pt2diff dist: this worker is one rank of a process group
             from . import process_group
-            process_group.join(req["process_group"])
+            process_group.join(req["process_group"], req.get("device"))
         self.archive = Archive.from_request(req)
         self.regions = {}
         self.workdir(clear=True)

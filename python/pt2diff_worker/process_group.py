@@ -6,10 +6,10 @@ import datetime
 from .protocol import Failure
 
 
-def join(spec):
+def join(spec, device=None):
     """Initializes torch.distributed from `spec` ({backend, init_method, rank, world_size, timeout, groups}) unless
     this process already joined that group, then makes each group of `groups` in order and checks that it gets the
-    name the graph's collectives use."""
+    name the graph's collectives use. NCCL: `device` ("cuda:1") becomes this process's current device first."""
     import torch.distributed as dist
     from torch.distributed import distributed_c10d as c10d
 
@@ -19,6 +19,9 @@ def join(spec):
                                          f"rank {spec['rank']} of {spec['world_size']}")
         return
     try:
+        if spec.get("backend") == "nccl" and device and str(device).startswith("cuda"):
+            import torch
+            torch.cuda.set_device(torch.device(device))
         dist.init_process_group(spec.get("backend", "gloo"), init_method=spec["init_method"], rank=int(spec["rank"]),
                                 world_size=int(spec["world_size"]),
                                 timeout=datetime.timedelta(seconds=float(spec.get("timeout", 300))))

@@ -8,12 +8,16 @@ tests (tests/python/pt2diff_capture/test_capture_ranks.py, docs/distributed.md).
 - "read_before_wait": the all_reduce is issued, but the value the graph goes on with is the rank's own input, as read
   before the reduction lands;
 - "offset": every waited result rolled by one rank's chunk along dim 0 (an all_gather whose chunks land one rank off,
-  as a wrong bucket offset puts them); PT2DIFF_PLANT_WORLD (default 2) gives the chunk count.
+  as a wrong bucket offset puts them); PT2DIFF_PLANT_WORLD (default 2) gives the chunk count;
+- "bucket_offset": Inductor's all_gather bucketing (`bucket_all_gathers_fx`, a communication pass) splits the bucket
+  at the wrong offsets: each gathered tensor of a bucket of equal-sized ones gets its neighbour's part. Only with the
+  pass on (`--inductor-config bucket_all_gathers_fx="'all'"`).
 
 The graph Inductor lowers is the real one; the bug is in the compiled code only. Every rank's worker runs the same bug,
 as every rank of a job runs the same compiler. Everything else is the real worker (engine/backends/inductor_worker.py);
 the FX graph and AOTAutograd caches are off, so no graph compiled without the bug is reused.
 """
+import operator
 import os
 import runpy
 import sys
@@ -72,8 +76,23 @@ def _wait(inp):
     return out
 
 
-if KIND not in ("scale", "precision", "read_before_wait", "offset"):
-    raise SystemExit(f"PT2DIFF_PLANT_COLLECTIVE={KIND}: scale, precision, read_before_wait or offset")
+def _wrong_bucket_split(right):
+    def bucket(gm, *args, **kwargs):
+        right(gm, *args, **kwargs)
+        for split in gm.graph.find_nodes(op="call_function", target=aten.split_with_sizes.default):
+            parts = [u for u in split.users if u.target is operator.getitem]
+            if len(parts) == 2 and len(set(split.args[1])) == 1:  # equal parts: the swap keeps every shape
+                a, b = parts
+                a.args, b.args = (split, b.args[1]), (split, a.args[1])
+        gm.recompile()
+    return bucket
+
+
+if KIND not in ("scale", "precision", "read_before_wait", "offset", "bucket_offset"):
+    raise SystemExit(f"PT2DIFF_PLANT_COLLECTIVE={KIND}: scale, precision, read_before_wait, offset or bucket_offset")
+if KIND == "bucket_offset":
+    from torch._inductor.fx_passes import bucketing
+    bucketing.bucket_all_gather = _wrong_bucket_split(bucketing.bucket_all_gather)
 for packet, key in ((c10d.all_reduce, c10d.all_reduce.default), (c10d.all_reduce_, c10d.all_reduce_.default)):
     L.lowerings[packet] = L.lowerings[key] = _all_reduce(key)
 L.lowerings[c10d.wait_tensor] = L.lowerings[c10d.wait_tensor.default] = _wait

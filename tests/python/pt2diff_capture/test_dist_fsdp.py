@@ -3,7 +3,9 @@ weight's shards, the backward reduce-scatters their gradients, each rank feeds i
 the clean step agrees: the simulated all_gather (concatenation in rank order) and reduce_scatter (a fold in rank
 order, then the rank's chunk) are what gloo computes, and on 4 ranks gloo's fold order, which is not the reference's,
 is order within eager's own error, not a bug. An all_gather whose chunks land one rank off (a bug planted in Inductor's
-wait lowering, tests/engine/dist/collective_bug_worker.py) is named at the first all_gather as an offset.
+wait lowering, tests/engine/dist/collective_bug_worker.py) is named at the first all_gather as an offset. With
+Inductor's all_gather bucketing on (a communication pass: `bucket_all_gathers_fx`), the clean step agrees, and a bucket
+split at the wrong offsets (planted in the pass) is named as the pass, verified by a compile of every rank without it.
 Extended tier (scripts/test.sh --extended): two captures and five dist runs, about a minute and a half.
 """
 import json
@@ -67,6 +69,21 @@ class FsdpStyle(CliTestCase):
         self.assertEqual([(c["kind"], c["collective_kind"], c["nodes"]) for c in r["culprits"]],
                          [("collective", "offset", ["all_gather_into_tensor"])], p.stdout[-3000:])
         self.assertIn("holds rank position", r["culprits"][0]["summary"])
+
+    def test_a_bucketing_pass_splitting_at_the_wrong_offset_is_named_as_the_pass(self):
+        bucketing = ["--graph", "0", "--no-rank-local", "--inductor-config", "bucket_all_gathers_fx='all'"]
+        p, r = self.dist(2, *bucketing)
+        self.assertEqual((p.returncode, r["culprits"]), (0, []), p.stdout[-3000:])
+        p, r = self.dist(2, *bucketing, "--compiled", f"external:{sys.executable} {COLLECTIVE_BUG_WORKER}",
+                         env={"PT2DIFF_PLANT_COLLECTIVE": "bucket_offset"})
+        self.assertEqual(p.returncode, 1, p.stdout[-3000:])
+        self.assertEqual([(c["kind"], c["collective_kind"]) for c in r["culprits"]], [("communication_pass", "offset")],
+                         p.stdout[-3000:])
+        summary = r["culprits"][0]["summary"]
+        self.assertIn("the communication pass bucket_all_gathers_fx", summary)
+        self.assertIn("torch._inductor.config.bucket_all_gathers_fx = 'none'", summary)
+        self.assertIn("a bucket split at the wrong offset", summary)
+        self.assertEqual(r["graphs"][0]["passes_tried"], ["bucket_all_gathers_fx='none': every rank agrees"])
 
 
 if __name__ == "__main__":

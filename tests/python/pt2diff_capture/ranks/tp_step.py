@@ -12,8 +12,13 @@ import pt2diff_capture
 
 import os
 
-dist.init_process_group("gloo")
+# TP_DEVICE=cuda: NCCL, rank R on cuda:R (a multi-GPU machine: scripts/gpu_test.sh); else gloo on the CPU.
+on_gpu = os.environ.get("TP_DEVICE") == "cuda"
+dist.init_process_group("nccl" if on_gpu else "gloo")
 world, rank = dist.get_world_size(), dist.get_rank()
+device = torch.device(f"cuda:{rank}") if on_gpu else torch.device("cpu")
+if on_gpu:
+    torch.cuda.set_device(device)
 split = [int(s) for s in os.environ.get("TP_SPLIT", "10,6" if world == 2 else ",".join(["4"] * world)).split(",")]
 torch.manual_seed(100 + rank)
 
@@ -29,9 +34,9 @@ class TP(torch.nn.Module):
         return funcol.all_reduce(partial, "sum", dist.group.WORLD)
 
 
-model = TP()
+model = TP().to(device)
 torch.manual_seed(0)
-x = torch.randn(4, 8)  # the same on every rank
+x = torch.randn(4, 8).to(device)  # the same on every rank
 # TP_BACKEND=inductor: the user's own compiled step (bench/dist_bench.py's baseline), nothing captured.
 backend = "inductor" if os.environ.get("TP_BACKEND") == "inductor" else \
     pt2diff_capture.capture_backend(sys.argv[1], training=True, quiet=True)
