@@ -164,14 +164,8 @@ CutGraph cut_at_collectives(const ExportedGraph& in) {
   std::sort(fed.begin(), fed.end());  // values are numbered in graph order
 
   ExportedGraph& out = cut.graph;
-  out.input_specs = in.input_specs;
-  out.output_specs = in.output_specs;
-  out.range_constraints = in.range_constraints;
-  out.forward_arg_names = in.forward_arg_names;
-  out.schema_major = in.schema_major;
-  out.schema_minor = in.schema_minor;
-  out.torch_version = in.torch_version;
-  out.verifiers = in.verifiers;
+  out = in;  // the signature, ranges and versions; the graph is built again below
+  out.graph = Graph();
   Graph& ng = out.graph;
   for (const Value& v : g.values()) {  // the same ids, so arguments copy as they are
     ng.add_value(v.name, v.kind, v.meta);
