@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "pt2diff/diff.h"
+#include "pt2diff/dist.h"
 #include "pt2diff/error.h"
 #include "pt2diff/failure.h"
 #include "pt2diff/kernels.h"
