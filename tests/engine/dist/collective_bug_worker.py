@@ -13,6 +13,9 @@ tests (tests/python/pt2diff_capture/test_capture_ranks.py, docs/distributed.md).
   at the wrong offsets: each gathered tensor of a bucket of equal-sized ones gets its neighbour's part. Only with the
   pass on (`--inductor-config bucket_all_gathers_fx="'all'"`).
 
+PT2DIFF_PLANT_RANK=R plants the wait's bugs (scale, precision, offset) on rank R of the process group only (a rank whose
+compiler differs: another build, another device); a worker without a process group then has none.
+
 The graph Inductor lowers is the real one; the bug is in the compiled code only. Every rank's worker runs the same bug,
 as every rank of a job runs the same compiler. Everything else is the real worker (engine/backends/inductor_worker.py);
 the FX graph and AOTAutograd caches are off, so no graph compiled without the bug is reused.
@@ -61,8 +64,18 @@ def _all_reduce(key):
     return wrong
 
 
+def _on_this_rank():
+    rank = os.environ.get("PT2DIFF_PLANT_RANK")
+    if rank is None:
+        return True
+    import torch.distributed as dist
+    return dist.is_initialized() and dist.get_rank() == int(rank)
+
+
 def _wait(inp):
     out = _right[c10d.wait_tensor.default](inp)
+    if not _on_this_rank():
+        return out
     if KIND == "scale":
         return L.lowerings[aten.mul.Tensor](out, 2.0)
     if KIND == "precision":  # ... and what it returns

@@ -6,6 +6,7 @@ is order within eager's own error, not a bug. An all_gather whose chunks land on
 wait lowering, tests/engine/dist/collective_bug_worker.py) is named at the first all_gather as an offset. With
 Inductor's all_gather bucketing on (a communication pass: `bucket_all_gathers_fx`), the clean step agrees, and a bucket
 split at the wrong offsets (planted in the pass) is named as the pass, verified by a compile of every rank without it.
+On 4 ranks, all_gathers doubled on rank 3 alone are named at the collective and as a rank that diverged alone.
 Extended tier (scripts/test.sh --extended): two captures and five dist runs, about a minute and a half.
 """
 import json
@@ -84,6 +85,15 @@ class FsdpStyle(CliTestCase):
         self.assertIn("torch._inductor.config.bucket_all_gathers_fx = 'none'", summary)
         self.assertIn("a bucket split at the wrong offset", summary)
         self.assertEqual(r["graphs"][0]["passes_tried"], ["bucket_all_gathers_fx='none': every rank agrees"])
+
+    def test_a_rank_whose_gathered_weights_differ_alone_is_named(self):
+        p, r = self.dist(4, "--graph", "0", "--no-rank-local", "--compiled", f"external:{sys.executable} {COLLECTIVE_BUG_WORKER}",
+                         env={"PT2DIFF_PLANT_COLLECTIVE": "scale", "PT2DIFF_PLANT_RANK": "3"})
+        self.assertEqual(p.returncode, 1, p.stdout[-3000:])
+        kinds = [(c["kind"], c["rank"]) for c in r["culprits"]]
+        self.assertIn(("collective", 3), kinds, p.stdout[-3000:])  # rank 3's all_gather result is 2x, its inputs agree
+        self.assertIn(("rank_alone", 3), kinds, p.stdout[-3000:])  # the gathered weights, equal on every rank, differ on rank 3
+        self.assertEqual([b["rank"] for b in r["graphs"][0]["boundaries"] if b["output"] != "pass"], [3, 3])
 
 
 if __name__ == "__main__":
