@@ -92,7 +92,7 @@ class Rendezvous {
       }
       cv_.notify_all();
     }
-    cv_.wait(lock, [&] { return slot.computed || !slot.error.empty() || missing_member_done(slot, members, seq, call->group); });
+    cv_.wait(lock, [&] { return slot.computed || !slot.error.empty() || missing_member_done(slot, members); });
     if (!slot.error.empty()) throw Error(Error::Kind::BadArchive, slot.error);
     if (!slot.computed) throw Error(Error::Kind::BadArchive, slot.error = desync_by_end(slot, members, seq, call->group));
     return slot.results.at(static_cast<size_t>(pos - members.begin()));
@@ -119,7 +119,7 @@ class Rendezvous {
     std::string error;
   };
 
-  bool missing_member_done(const Slot& slot, const std::vector<int>& members, int64_t, const std::string&) const {
+  bool missing_member_done(const Slot& slot, const std::vector<int>& members) const {
     for (int m : members)
       if (!slot.inputs.count(m) && done_[static_cast<size_t>(m)]) return true;
     return false;
